@@ -1,0 +1,73 @@
+"""acta: durable background jobs whose only durable truth is SQL.
+
+Declare jobs on an ``Acta`` application, enqueue them (alone, in a batch, delayed, or inside
+your own transaction), and run peer workers against the same ledger. Every state change is a
+row you can SELECT through the curated views.
+"""
+
+from acta.app import Acta
+from acta.backoff import Backoff
+from acta.clock import Clock, ManualClock, SystemClock
+from acta.context import Cancellation, JobCancelledError, JobContext
+from acta.errors import (
+    ActaError,
+    ConfigurationError,
+    DatabaseUnavailableError,
+    InputDecodeError,
+    InvalidJobRefError,
+    InvalidNameError,
+    InvalidPolicyError,
+    JobNotFoundError,
+    LeaseLostError,
+    PayloadError,
+    PayloadTooLargeError,
+    SchemaError,
+    UnknownJobError,
+    ValidationError,
+)
+from acta.ids import JobRef
+from acta.job import JobDefinition, JobPolicy
+from acta.model.codes import AuditLevel, EventCode, JobStatus, Outcome, Reason, WorkerStatus
+from acta.model.rows import EventInfo, JobInfo, WorkerInfo
+from acta.request import JobRequest
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Acta",
+    "ActaError",
+    "AuditLevel",
+    "Backoff",
+    "Cancellation",
+    "Clock",
+    "ConfigurationError",
+    "DatabaseUnavailableError",
+    "EventCode",
+    "EventInfo",
+    "InputDecodeError",
+    "InvalidJobRefError",
+    "InvalidNameError",
+    "InvalidPolicyError",
+    "JobCancelledError",
+    "JobContext",
+    "JobDefinition",
+    "JobInfo",
+    "JobNotFoundError",
+    "JobPolicy",
+    "JobRef",
+    "JobRequest",
+    "JobStatus",
+    "LeaseLostError",
+    "ManualClock",
+    "Outcome",
+    "PayloadError",
+    "PayloadTooLargeError",
+    "Reason",
+    "SchemaError",
+    "SystemClock",
+    "UnknownJobError",
+    "ValidationError",
+    "WorkerInfo",
+    "WorkerStatus",
+    "__version__",
+]

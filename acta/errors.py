@@ -1,0 +1,89 @@
+"""The exceptions acta raises to its users.
+
+Every error names what was wrong and what is allowed. Validation errors are raised at the call
+site, before anything is written. This module must not import the rest of acta.
+"""
+
+from __future__ import annotations
+
+
+class ActaError(Exception):
+    """Base class of every error acta raises on purpose."""
+
+
+class ValidationError(ActaError, ValueError):
+    """Bad input at a call site: nothing was written.
+
+    ``field`` names the argument or path that was wrong; ``rule`` states what is allowed.
+    """
+
+    def __init__(self, field: str, problem: str, rule: str = "") -> None:
+        self.field = field
+        self.problem = problem
+        self.rule = rule
+        text = f"{field}: {problem}"
+        if rule:
+            text += f" ({rule})"
+        super().__init__(text)
+
+
+class InvalidNameError(ValidationError):
+    """A job name, namespace, key, tag or schema name broke its character or length rule."""
+
+
+class InvalidPolicyError(ValidationError):
+    """A job policy (backoff, timeout, attempts, priority, audit) is not valid."""
+
+
+class InvalidJobRefError(ValidationError):
+    """A string is not a job reference (``job_`` + 26 Crockford base32 characters)."""
+
+
+class PayloadError(ValidationError):
+    """A payload cannot be encoded: unsupported value, NaN, lone surrogate, NUL, deep nesting."""
+
+
+class PayloadTooLargeError(PayloadError):
+    """The encoded payload is over the size cap; it was refused, never truncated."""
+
+
+class InputDecodeError(ActaError):
+    """A stored payload no longer decodes into the handler's input type."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path}: {problem}" if path else problem)
+
+
+class UnknownJobError(ActaError, LookupError):
+    """A job name that this application has not declared."""
+
+
+class JobNotFoundError(ActaError, LookupError):
+    """No job with that reference exists in this namespace."""
+
+
+class ConfigurationError(ActaError):
+    """The application or worker is configured in a way that cannot work."""
+
+
+class SchemaError(ActaError):
+    """The ledger schema is missing, older than this code, or was altered."""
+
+
+class DatabaseUnavailableError(ActaError):
+    """The database could not be reached; the message names the host and the cause."""
+
+
+class LeaseLostError(ActaError):
+    """A worker write was fenced out: another claim holds the job now."""
+
+    def __init__(self, job_id: int, epoch: int) -> None:
+        self.job_id = job_id
+        self.epoch = epoch
+        super().__init__(f"lease lost for job id {job_id} at epoch {epoch}")
+
+
+class JobFailedError(ActaError):
+    """Raised by ``run_and_wait`` style helpers when a job ended failed or cancelled."""

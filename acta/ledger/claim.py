@@ -1,0 +1,102 @@
+"""Claiming and starting: the worker's hot path into the ledger.
+
+``claim`` leases up to ``limit`` due jobs under a new epoch each (status dispatched) and returns
+what the executors need; ``start`` moves one to executing and writes its execution-started
+event. Both are fenced: a worker that lost its lease or was declared dead gets nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from datetime import datetime
+
+from acta.ledger.enqueue import event_params
+from acta.model.codes import EventCode
+from acta.model.rows import Claimed, Started
+from acta.provider.verb import Verb, execute, fetch_all, fetch_one
+
+
+def claim(
+    worker_id: int,
+    namespace_id: int,
+    limit: int,
+    skip_definitions: Collection[int],
+    lease_ms: int,
+    now: datetime | None,
+) -> Verb[list[Claimed]]:
+    """Lease up to ``limit`` due jobs in claim order."""
+    leased = yield fetch_all(
+        "claim",
+        {
+            "now": now,
+            "worker_id": worker_id,
+            "namespace_id": namespace_id,
+            "limit": limit,
+            "skip": json.dumps(sorted(skip_definitions)),
+            "lease_ms": lease_ms,
+        },
+    )
+    if not leased:
+        return []
+    rows = yield fetch_all(
+        "claimed_jobs", {"job_ids": json.dumps([row["job_id"] for row in leased])}
+    )
+    return [
+        Claimed(
+            job_id=row["job_id"],
+            job_ref=row["job_ref"],
+            name=row["name"],
+            definition_id=row["definition_id"],
+            namespace_id=row["namespace_id"],
+            epoch=row["lease_epoch"],
+            attempts=row["attempts"],
+            executions=row["executions"],
+            priority=row["priority"],
+            input_codec=row["input_codec"],
+            input=bytes(row["input"]),
+            correlation_key=row["correlation_key"],
+            created_at=row["created_at"],
+        )
+        for row in rows
+    ]
+
+
+def start(
+    job: Claimed, worker_id: int, audit_started: bool, now: datetime | None
+) -> Verb[Started | None]:
+    """dispatched -> executing; None (with a fenced-write event) if the lease is gone."""
+    row = yield fetch_one(
+        "start", {"now": now, "job_id": job.job_id, "epoch": job.epoch, "worker_id": worker_id}
+    )
+    if row is None:
+        yield execute(
+            "insert_event",
+            event_params(
+                now,
+                job.namespace_id,
+                job.job_id,
+                job.job_ref,
+                EventCode.WRITE_FENCED,
+                worker_id=worker_id,
+                epoch=job.epoch,
+                message=f"refused start at epoch {job.epoch}",
+            ),
+        )
+        return None
+    execution = row["executions"]
+    if audit_started:
+        yield execute(
+            "insert_event",
+            event_params(
+                now,
+                job.namespace_id,
+                job.job_id,
+                job.job_ref,
+                EventCode.EXECUTION_STARTED,
+                worker_id=worker_id,
+                execution=execution,
+                epoch=job.epoch,
+            ),
+        )
+    return Started(execution=execution, cancel_requested=bool(row["control"]))

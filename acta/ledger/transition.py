@@ -1,0 +1,202 @@
+"""Guarded transitions of a runtime row, and the recovery verb built on them.
+
+``apply_transition`` is the one compare-and-set every settle, hand-back, recovery and operator
+change uses: read the row under its guard, write the new state and the events, or, when the
+guard fails, change nothing and record the refused write. Recovery decides here what a lapsed
+lease means: a started run that lost its worker counts as an attempt; a job that was only
+dispatched goes back untouched.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from acta.ledger.enqueue import event_params
+from acta.model.codes import AuditLevel, EventCode, JobStatus, Reason, audited
+from acta.model.rows import EventRecord, LapsedLease, RecoveryReport, Transition
+from acta.provider.verb import Verb, execute, execute_many, fetch_all, fetch_one
+
+RECOVERY_BATCH = 500
+
+
+def apply_transition(plan: Transition, now: datetime | None) -> Verb[JobStatus | None]:
+    """Apply ``plan`` if its guard holds; otherwise record a fenced write.
+
+    Returns the status written (``on_cancel`` may have replaced the plan), or None if fenced."""
+    guard = yield fetch_one(
+        "transition_guard",
+        {
+            "now": now,
+            "job_id": plan.job_id,
+            "epoch": plan.epoch,
+            "expect": json.dumps([int(s) for s in plan.expect]),
+            "owner": plan.owner,
+            "lapsed": 1 if plan.lapsed else 0,
+        },
+    )
+    if guard is None:
+        if plan.owner is not None:
+            # A worker tried to write over a lease it no longer holds: keep the evidence.
+            yield execute(
+                "insert_event",
+                event_params(
+                    now,
+                    plan.namespace_id,
+                    plan.job_id,
+                    plan.job_ref,
+                    EventCode.WRITE_FENCED,
+                    worker_id=plan.worker_id,
+                    epoch=plan.epoch,
+                    message=f"refused write to {plan.status.label} at epoch {plan.epoch}",
+                ),
+            )
+        return None
+    if guard["control"] and plan.on_cancel is not None:
+        plan = plan.on_cancel
+    yield execute(
+        "transition",
+        {
+            "now": now,
+            "job_id": plan.job_id,
+            "epoch": plan.epoch,
+            "status": int(plan.status),
+            "delay_ms": plan.delay_ms,
+            "charge": plan.charge,
+        },
+    )
+    if plan.result is not None:
+        codec, body = plan.result
+        yield execute(
+            "upsert_result", {"now": now, "job_id": plan.job_id, "codec": codec, "body": body}
+        )
+    if plan.events:
+        yield execute_many("insert_event", [_event(plan, e, now) for e in plan.events])
+    return plan.status
+
+
+def _event(plan: Transition, e: EventRecord, now: datetime | None) -> dict[str, object]:
+    return event_params(
+        now,
+        plan.namespace_id,
+        plan.job_id,
+        plan.job_ref,
+        e.code,
+        worker_id=plan.worker_id,
+        execution=e.execution,
+        epoch=plan.epoch,
+        outcome=None if e.outcome is None else int(e.outcome),
+        reason=None if e.reason is None else int(e.reason),
+        duration_ms=e.duration_ms,
+        message=e.message,
+        detail=e.detail,
+    )
+
+
+def recovery_transition(
+    lapsed: LapsedLease, worker_id: int | None, now: datetime | None
+) -> Transition:
+    """What recovery does with one lapsed lease (policy, no I/O)."""
+    level = lapsed.audit_level
+    started = lapsed.status is JobStatus.EXECUTING
+    events = [
+        EventRecord(
+            EventCode.LEASE_LOST,
+            execution=lapsed.executions if started else None,
+            reason=Reason.LEASE_EXPIRED,
+            message="the worker holding the lease stopped renewing it",
+        )
+    ]
+    charge = 1 if started else 0
+    status = JobStatus.READY
+    if started and lapsed.attempts + charge >= lapsed.max_attempts:
+        status = JobStatus.FAILED
+        if audited(level, EventCode.FAILED):
+            events.append(
+                EventRecord(
+                    EventCode.FAILED,
+                    execution=lapsed.executions,
+                    reason=Reason.ATTEMPTS_EXHAUSTED,
+                    message=f"lost its worker on attempt {lapsed.attempts + 1} of "
+                    f"{lapsed.max_attempts}",
+                )
+            )
+    return Transition(
+        job_id=lapsed.job_id,
+        job_ref=lapsed.job_ref,
+        namespace_id=lapsed.namespace_id,
+        epoch=lapsed.epoch,
+        expect=(JobStatus.DISPATCHED, JobStatus.EXECUTING),
+        status=status,
+        worker_id=worker_id,
+        lapsed=True,
+        delay_ms=0 if status is JobStatus.READY else None,
+        charge=charge,
+        events=tuple(events),
+    )
+
+
+def lapsed_from_row(row: dict[str, Any]) -> LapsedLease:
+    return LapsedLease(
+        job_id=row["job_id"],
+        job_ref=row["job_ref"],
+        namespace_id=row["namespace_id"],
+        status=JobStatus(row["status"]),
+        executions=row["executions"],
+        attempts=row["attempts"],
+        epoch=row["lease_epoch"],
+        owner=row["lease_owner"],
+        max_attempts=row["max_attempts"],
+        audit_level=AuditLevel(row["audit_level"]),
+        name=row["name"],
+    )
+
+
+def recover(namespace_id: int, worker_id: int | None, now: datetime | None) -> Verb[RecoveryReport]:
+    """Declare silent workers dead and take back every lapsed lease in the namespace."""
+    dead = yield fetch_all("mark_dead_workers", {"now": now, "namespace_id": namespace_id})
+    if dead:
+        yield execute_many(
+            "insert_event",
+            [
+                event_params(
+                    now,
+                    namespace_id,
+                    None,
+                    None,
+                    EventCode.WORKER_DIED,
+                    worker_id=row["worker_id"],
+                    reason=int(Reason.WORKER_SILENT),
+                    message=row["incarnation"],
+                )
+                for row in dead
+            ],
+        )
+    rows = yield fetch_all(
+        "lapsed_leases",
+        {"now": now, "namespace_id": namespace_id, "only_job_id": None, "limit": RECOVERY_BATCH},
+    )
+    recovered: list[str] = []
+    failed: list[str] = []
+    for row in rows:
+        plan = recovery_transition(lapsed_from_row(row), worker_id, now)
+        written = yield from apply_transition(plan, now)
+        if written is not None:
+            (recovered if written is JobStatus.READY else failed).append(plan.job_ref)
+    return RecoveryReport(
+        dead_workers=tuple(row["incarnation"] for row in dead),
+        recovered=tuple(recovered),
+        failed=tuple(failed),
+    )
+
+
+def request_cancel(job_id: int, epoch: int, now: datetime | None) -> Verb[bool]:
+    """Flag a running job for cancellation; its worker stops it at the next heartbeat."""
+    changed = yield execute("request_cancel", {"now": now, "job_id": job_id, "epoch": epoch})
+    return bool(changed)
+
+
+def audit_events(level: AuditLevel, events: list[EventRecord]) -> tuple[EventRecord, ...]:
+    """Keep the events a definition's audit level writes."""
+    return tuple(e for e in events if audited(level, e.code, e.outcome))

@@ -1,0 +1,135 @@
+"""Worker verbs: register an incarnation, heartbeat (renewing held leases), stop cleanly.
+
+The recovery slot (``sys.recovery``) is created here on registration, so every namespace with a
+worker has exactly one, and each heartbeat also takes that slot back if the worker running it
+died: recovery cannot recover itself, so the peers' heartbeats watch it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+
+from acta.ledger.enqueue import enqueue, ensure_definitions, event_params
+from acta.ledger.transition import apply_transition, lapsed_from_row, recovery_transition
+from acta.model.codes import EventCode, Reason
+from acta.model.rows import (
+    DefinitionSpec,
+    Heartbeat,
+    NewJob,
+    Registration,
+    WorkerSpec,
+)
+from acta.provider.verb import Verb, execute, fetch_all, fetch_one
+
+RECOVERY_JOB = "sys.recovery"
+
+
+def register(
+    namespace: str,
+    specs: Sequence[DefinitionSpec],
+    worker: WorkerSpec,
+    recovery: NewJob,
+    now: datetime | None,
+) -> Verb[Registration]:
+    """Upsert the definitions this build declares, add the worker row, ensure the recovery slot."""
+    namespace_id, ids = yield from ensure_definitions(namespace, specs, now, "register_definition")
+    row = yield fetch_one(
+        "insert_worker",
+        {
+            "now": now,
+            "namespace_id": namespace_id,
+            "incarnation": worker.incarnation,
+            "host": worker.host,
+            "pid": worker.pid,
+            "executors": worker.executors,
+            "heartbeat_ms": worker.heartbeat_ms,
+        },
+    )
+    worker_id = row["worker_id"]
+    yield execute(
+        "insert_event",
+        event_params(
+            now,
+            namespace_id,
+            None,
+            None,
+            EventCode.WORKER_STARTED,
+            worker_id=worker_id,
+            message=worker.incarnation,
+        ),
+    )
+    spec = {s.name: s for s in specs}
+    [slot], _ = yield from enqueue(namespace, spec, [recovery], now, (namespace_id, ids))
+    return Registration(worker_id, namespace_id, ids, slot.job_id)
+
+
+def heartbeat(
+    worker_id: int,
+    namespace_id: int,
+    held: Sequence[tuple[int, int]],
+    lease_ms: int,
+    recovery_job_id: int,
+    now: datetime | None,
+) -> Verb[Heartbeat]:
+    """Prove this incarnation is alive and renew the leases it holds.
+
+    Returns ``alive=False`` when recovery already declared it dead: such a worker must stop
+    writing and register again as a new incarnation.
+    """
+    beaten = yield execute("beat", {"now": now, "worker_id": worker_id})
+    if not beaten:
+        return Heartbeat(alive=False, lost=frozenset(job for job, _ in held))
+    renewed: list[dict[str, int]] = []
+    if held:
+        renewed = yield fetch_all(
+            "renew_leases",
+            {
+                "now": now,
+                "worker_id": worker_id,
+                "lease_ms": lease_ms,
+                "held": json.dumps([[job, epoch] for job, epoch in held]),
+            },
+        )
+    kept = {row["job_id"] for row in renewed}
+    yield from reclaim_recovery_slot(namespace_id, recovery_job_id, worker_id, now)
+    return Heartbeat(
+        alive=True,
+        lost=frozenset(job for job, _ in held if job not in kept),
+        cancel_requested=frozenset(row["job_id"] for row in renewed if row["control"]),
+    )
+
+
+def reclaim_recovery_slot(
+    namespace_id: int, recovery_job_id: int, worker_id: int, now: datetime | None
+) -> Verb[bool]:
+    """If the worker running ``sys.recovery`` died, put the slot back to ready."""
+    rows = yield fetch_all(
+        "lapsed_leases",
+        {"now": now, "namespace_id": namespace_id, "only_job_id": recovery_job_id, "limit": 1},
+    )
+    if not rows:
+        return False
+    lapsed = lapsed_from_row(rows[0])
+    written = yield from apply_transition(recovery_transition(lapsed, worker_id, now), now)
+    return written is not None
+
+
+def stop(worker_id: int, namespace_id: int, now: datetime | None) -> Verb[bool]:
+    """Mark the worker stopped; False if recovery had already declared it dead."""
+    stopped = yield execute("stop_worker", {"now": now, "worker_id": worker_id})
+    if stopped:
+        yield execute(
+            "insert_event",
+            event_params(
+                now,
+                namespace_id,
+                None,
+                None,
+                EventCode.WORKER_STOPPED,
+                worker_id=worker_id,
+                reason=int(Reason.CLEAN_EXIT),
+            ),
+        )
+    return bool(stopped)

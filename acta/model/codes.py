@@ -1,0 +1,135 @@
+"""The small-integer code families stored in the ledger, with their names.
+
+Rows store codes, never strings; the ``codes`` table carries each (family, code, name) so the
+curated views can show names, and a test keeps that table, these enums and
+docs/reference/codes.md in step. Numbers are frozen once released: add members, never renumber.
+Terminal job statuses are the ones at 100 and above.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class Coded(IntEnum):
+    """An IntEnum whose members carry a kebab-case name and a one-line meaning."""
+
+    description: str
+
+    def __new__(cls, value: int, description: str = "") -> Coded:
+        member = int.__new__(cls, value)
+        member._value_ = value
+        member.description = description
+        return member
+
+    @property
+    def label(self) -> str:
+        """The name shown in views and messages (``lease-lost``)."""
+        return self.name.lower().replace("_", "-")
+
+    @classmethod
+    def family(cls) -> str:
+        return FAMILIES[cls]
+
+
+class JobStatus(Coded):
+    READY = 10, "Waiting to be claimed; due at next_run_at (possibly in the future)."
+    BLOCKED = 11, "Behind the head of its lane; not a claim candidate."
+    DISPATCHED = 20, "Claimed under a lease; the handler has not started."
+    EXECUTING = 21, "The handler is running under the lease."
+    SUSPENDED = 30, "Parked on a durable wait (sleep, signal, children)."
+    PAUSED = 31, "Held until an operator resumes it."
+    SUCCEEDED = 100, "Terminal: the handler returned."
+    FAILED = 101, "Terminal: attempts exhausted or a failure that cannot be retried."
+    CANCELLED = 102, "Terminal: cancelled by an operator or by the handler."
+
+    @property
+    def terminal(self) -> bool:
+        return self >= 100
+
+
+class EventCode(Coded):
+    ENQUEUED = 1, "The job was written to the ledger."
+    EXECUTION_STARTED = 10, "A handler run began (pairs with execution-finished or lease-lost)."
+    EXECUTION_FINISHED = 11, "A handler run ended; outcome and reason say how."
+    RETRY_SCHEDULED = 12, "A failed run will be retried at next_run_at."
+    HANDED_BACK = 13, "A worker returned a claimed job without spending an attempt."
+    REARMED = 14, "A recurring job was set to run again at next_run_at."
+    SUCCEEDED = 20, "The job reached succeeded."
+    FAILED = 21, "The job reached failed."
+    CANCELLED = 22, "The job reached cancelled."
+    CANCEL_REQUESTED = 23, "Cancellation was asked for while the job was running."
+    LEASE_LOST = 30, "A lease lapsed; recovery took the job back from its worker."
+    WRITE_FENCED = 31, "A worker write was refused because the lease epoch moved on."
+    WORKER_STARTED = 50, "A worker incarnation registered."
+    WORKER_STOPPED = 51, "A worker shut down cleanly."
+    WORKER_DIED = 52, "A silent worker was declared dead by recovery."
+
+
+class Outcome(Coded):
+    SUCCEEDED = 1, "The handler returned normally."
+    FAILED = 2, "The handler raised, or its input could not be decoded."
+    TIMED_OUT = 3, "The run exceeded the definition's execution timeout."
+    CANCELLED = 4, "The run stopped because the job was cancelled."
+    INTERRUPTED = 5, "The worker stopped the run (shutdown) and handed the job back."
+    REARMED = 6, "A recurring run finished and re-armed its job."
+
+
+class Reason(Coded):
+    NONE = 0, "No reason recorded."
+    HANDLER_ERROR = 1, "The handler raised an exception."
+    TIMEOUT = 2, "The execution timeout elapsed."
+    INPUT_UNDECODABLE = 3, "The stored input no longer decodes into the handler's input type."
+    ATTEMPTS_EXHAUSTED = 4, "The last allowed attempt failed."
+    LEASE_EXPIRED = 5, "The worker stopped renewing its lease."
+    SHUTDOWN = 6, "The worker was shutting down."
+    NO_HANDLER = 7, "This worker has no handler for the job's name."
+    OPERATOR = 8, "An operator asked for it."
+    WORKER_SILENT = 9, "The worker missed seven heartbeats."
+    RESULT_UNENCODABLE = 10, "The handler's return value could not be encoded."
+    CLEAN_EXIT = 11, "The worker exited normally."
+
+
+class WorkerStatus(Coded):
+    ACTIVE = 1, "Registered and heartbeating."
+    STOPPED = 2, "Shut down cleanly."
+    DEAD = 3, "Declared dead after missing seven heartbeats; never revived."
+
+
+class AuditLevel(Coded):
+    OFF = 0, "Write no per-job events except lease safety events."
+    FAILURES = 1, "Write only events about failures, retries and lease safety."
+    FULL = 2, "Write the full timeline (default)."
+
+
+class Control(Coded):
+    NONE = 0, "No pending request."
+    CANCEL = 1, "Cancel the job when its current run ends."
+
+
+FAMILIES: dict[type[Coded], str] = {
+    JobStatus: "job_status",
+    EventCode: "event",
+    Outcome: "outcome",
+    Reason: "reason",
+    WorkerStatus: "worker_status",
+    AuditLevel: "audit_level",
+    Control: "control",
+}
+
+ALL_FAMILIES: tuple[type[Coded], ...] = tuple(FAMILIES)
+
+# Events that the FAILURES audit level keeps; lease safety events are always written.
+ALWAYS_AUDITED = frozenset({EventCode.LEASE_LOST, EventCode.WRITE_FENCED})
+FAILURE_EVENTS = frozenset({EventCode.RETRY_SCHEDULED, EventCode.FAILED}) | ALWAYS_AUDITED
+
+
+def audited(level: AuditLevel, code: EventCode, outcome: Outcome | None = None) -> bool:
+    """Whether a definition at ``level`` writes event ``code`` (with a run ``outcome``)."""
+    if code in ALWAYS_AUDITED or level is AuditLevel.FULL:
+        return True
+    if level is AuditLevel.OFF:
+        return False
+    if code is EventCode.EXECUTION_FINISHED:
+        return outcome in (Outcome.FAILED, Outcome.TIMED_OUT)
+    return code in FAILURE_EVENTS

@@ -1,0 +1,240 @@
+"""Frozen records that cross the provider seam: commands in, rows out.
+
+They carry decisions already made in Python (which status, which events, how long to wait), so
+a provider only binds and executes. Nothing here does I/O or reads the clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from acta.model.codes import (
+    AuditLevel,
+    EventCode,
+    JobStatus,
+    Outcome,
+    Reason,
+    WorkerStatus,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DefinitionSpec:
+    """The policy of one job definition as the ledger stores it."""
+
+    name: str
+    max_attempts: int
+    backoff: str
+    timeout_ms: int | None
+    priority: int
+    audit_level: AuditLevel
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """One job to enqueue, already validated and encoded."""
+
+    job_ref: str
+    definition: str
+    input_codec: int
+    input: bytes
+    priority: int
+    run_at: datetime | None
+    delay_ms: int
+    dedup_key: str | None
+    correlation_key: str | None
+    tags: tuple[str, ...]
+    audit_level: AuditLevel
+
+
+@dataclass(frozen=True, slots=True)
+class Enqueued:
+    """What enqueue did with one NewJob: its ref, and whether it was a new row."""
+
+    job_ref: str
+    job_id: int
+    created: bool
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSpec:
+    """A worker incarnation about to register."""
+
+    incarnation: str
+    host: str
+    pid: int
+    executors: int
+    heartbeat_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """Ids a registered worker needs for its hot path."""
+
+    worker_id: int
+    namespace_id: int
+    definition_ids: dict[str, int]
+    recovery_job_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """A job this worker now leases (dispatched), with what it needs to run it."""
+
+    job_id: int
+    job_ref: str
+    name: str
+    definition_id: int
+    namespace_id: int
+    epoch: int
+    attempts: int
+    executions: int
+    priority: int
+    input_codec: int
+    input: bytes
+    correlation_key: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """A run that began: its execution number and any pending control request."""
+
+    execution: int
+    cancel_requested: bool
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    """One ledger event to append with a transition."""
+
+    code: EventCode
+    execution: int | None = None
+    outcome: Outcome | None = None
+    reason: Reason | None = None
+    message: str | None = None
+    detail: str | None = None
+    duration_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """A guarded change of one runtime row, with the events that explain it.
+
+    The guard is ``(job_id, epoch, status in expect)``, plus ``owner`` for worker writes and
+    ``lapsed`` for recovery. ``delay_ms`` None keeps next_run_at; otherwise it becomes now plus
+    the delay. ``on_cancel`` replaces this plan when an operator asked to cancel meanwhile.
+    """
+
+    job_id: int
+    job_ref: str
+    namespace_id: int
+    epoch: int
+    expect: tuple[JobStatus, ...]
+    status: JobStatus
+    owner: int | None = None
+    worker_id: int | None = None
+    lapsed: bool = False
+    delay_ms: int | None = None
+    charge: int = 0
+    events: tuple[EventRecord, ...] = ()
+    result: tuple[int, bytes] | None = None
+    on_cancel: Transition | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """What a heartbeat learned: is this incarnation alive, which leases it lost, and which
+    of its jobs an operator asked to cancel."""
+
+    alive: bool
+    lost: frozenset[int] = frozenset()
+    cancel_requested: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class LapsedLease:
+    """A lease recovery found expired."""
+
+    job_id: int
+    job_ref: str
+    namespace_id: int
+    status: JobStatus
+    executions: int
+    attempts: int
+    epoch: int
+    owner: int | None
+    max_attempts: int
+    audit_level: AuditLevel
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryReport:
+    """What one recovery pass did."""
+
+    dead_workers: tuple[str, ...] = ()
+    recovered: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class JobInfo:
+    """A job as the read API returns it."""
+
+    job_id: int
+    job_ref: str
+    namespace: str
+    namespace_id: int
+    name: str
+    status: JobStatus
+    priority: int
+    attempts: int
+    max_attempts: int
+    executions: int
+    next_run_at: datetime
+    created_at: datetime
+    updated_at: datetime
+    lease_epoch: int
+    lease_expires_at: datetime | None
+    dedup_key: str | None
+    correlation_key: str | None
+    tags: tuple[str, ...]
+    input_codec: int
+    input: bytes | None = field(default=None, repr=False)
+    cancel_requested: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EventInfo:
+    """One ledger event as the read API returns it."""
+
+    event_id: int
+    at: datetime
+    code: EventCode
+    execution: int | None
+    epoch: int | None
+    outcome: Outcome | None
+    reason: Reason | None
+    duration_ms: int | None
+    message: str | None
+    detail: str | None
+    worker: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """One worker incarnation as the read API returns it."""
+
+    worker_id: int
+    incarnation: str
+    namespace: str
+    host: str
+    pid: int
+    status: WorkerStatus
+    executors: int
+    heartbeat_ms: int
+    started_at: datetime
+    heartbeat_at: datetime
+    stopped_at: datetime | None

@@ -1,0 +1,1 @@
+"""Database providers and the seam they implement."""

@@ -1,0 +1,5 @@
+"""The embedded SQLite provider."""
+
+from acta.provider.sqlite.provider import SqliteProvider
+
+__all__ = ["SqliteProvider"]

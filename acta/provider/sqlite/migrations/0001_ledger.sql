@@ -1,0 +1,278 @@
+-- acta ledger, SQLite, migration 1: the durable core.
+--
+-- Every table is prefixed with the schema name ("acta_" by default) because SQLite has no
+-- schemas inside one file, and the ledger must share the application's file so that a job can
+-- commit in the application's own transaction. Instants are UTC text 'YYYY-MM-DD HH:MM:SS.SSS',
+-- which sorts correctly and works with SQLite's date functions. Codes are small integers named
+-- in the codes table (docs/reference/codes.md).
+
+-- Names for every small-integer code stored below; the views join it.
+CREATE TABLE {schema}.codes (
+    family      TEXT    NOT NULL,
+    code        INTEGER NOT NULL,
+    name        TEXT    NOT NULL,
+    description TEXT    NOT NULL,
+    PRIMARY KEY (family, code)
+) WITHOUT ROWID;
+
+-- A namespace is the unit of ownership: its workers claim only its jobs.
+CREATE TABLE {schema}.namespaces (
+    id         INTEGER PRIMARY KEY,
+    name       TEXT    NOT NULL UNIQUE,
+    created_at TEXT    NOT NULL
+);
+
+-- One row per job name per namespace, with the policy the latest registration declared.
+CREATE TABLE {schema}.definitions (
+    id            INTEGER PRIMARY KEY,
+    namespace_id  INTEGER NOT NULL REFERENCES {schema}.namespaces (id),
+    name          TEXT    NOT NULL,
+    max_attempts  INTEGER NOT NULL CHECK (max_attempts >= 1),
+    backoff       TEXT    NOT NULL,
+    timeout_ms    INTEGER CHECK (timeout_ms IS NULL OR timeout_ms > 0),
+    priority      INTEGER NOT NULL,
+    audit_level   INTEGER NOT NULL,
+    registered_at TEXT    NOT NULL,
+    UNIQUE (namespace_id, name)
+);
+
+-- Identity and input of a job: written once at enqueue, never updated on the hot path.
+CREATE TABLE {schema}.jobs (
+    id              INTEGER PRIMARY KEY,
+    job_ref         TEXT    NOT NULL UNIQUE,
+    namespace_id    INTEGER NOT NULL REFERENCES {schema}.namespaces (id),
+    definition_id   INTEGER NOT NULL REFERENCES {schema}.definitions (id),
+    dedup_key       TEXT,
+    correlation_key TEXT,
+    input_codec     INTEGER NOT NULL,
+    input           BLOB    NOT NULL,
+    created_at      TEXT    NOT NULL,
+    UNIQUE (namespace_id, dedup_key)
+);
+
+CREATE INDEX {schema}.jobs_by_correlation
+    ON {schema}.jobs (namespace_id, correlation_key) WHERE correlation_key IS NOT NULL;
+
+CREATE TABLE {schema}.job_tags (
+    job_id INTEGER NOT NULL REFERENCES {schema}.jobs (id) ON DELETE CASCADE,
+    tag    TEXT    NOT NULL,
+    PRIMARY KEY (job_id, tag)
+) WITHOUT ROWID;
+
+CREATE INDEX {schema}.job_tags_by_tag ON {schema}.job_tags (tag, job_id);
+
+-- Worker incarnations: one row per process start, never reused.
+CREATE TABLE {schema}.workers (
+    id           INTEGER PRIMARY KEY,
+    namespace_id INTEGER NOT NULL REFERENCES {schema}.namespaces (id),
+    incarnation  TEXT    NOT NULL UNIQUE,
+    host         TEXT    NOT NULL,
+    pid          INTEGER NOT NULL,
+    status       INTEGER NOT NULL,
+    executors    INTEGER NOT NULL,
+    heartbeat_ms INTEGER NOT NULL CHECK (heartbeat_ms > 0),
+    started_at   TEXT    NOT NULL,
+    heartbeat_at TEXT    NOT NULL,
+    stopped_at   TEXT
+);
+
+CREATE INDEX {schema}.workers_active
+    ON {schema}.workers (namespace_id, heartbeat_at) WHERE status = 1;
+
+-- The narrow, hot runtime row: one per job, everything that changes while it runs.
+CREATE TABLE {schema}.runtime (
+    job_id           INTEGER PRIMARY KEY REFERENCES {schema}.jobs (id) ON DELETE CASCADE,
+    namespace_id     INTEGER NOT NULL,
+    definition_id    INTEGER NOT NULL,
+    status           INTEGER NOT NULL,
+    priority         INTEGER NOT NULL,
+    next_run_at      TEXT    NOT NULL,
+    attempts         INTEGER NOT NULL DEFAULT 0,
+    executions       INTEGER NOT NULL DEFAULT 0,
+    lease_owner      INTEGER REFERENCES {schema}.workers (id),
+    lease_expires_at TEXT,
+    lease_epoch      INTEGER NOT NULL DEFAULT 0,
+    control          INTEGER NOT NULL DEFAULT 0,
+    version          INTEGER NOT NULL DEFAULT 0,
+    updated_at       TEXT    NOT NULL
+);
+
+-- The claim scan: ready rows of one namespace in claim order.
+CREATE INDEX {schema}.runtime_claim
+    ON {schema}.runtime (namespace_id, priority DESC, next_run_at, job_id) WHERE status = 10;
+
+-- Recovery scans leases by expiry; heartbeats find a worker's held rows.
+CREATE INDEX {schema}.runtime_leases
+    ON {schema}.runtime (namespace_id, lease_expires_at) WHERE status IN (20, 21);
+
+CREATE INDEX {schema}.runtime_by_owner
+    ON {schema}.runtime (lease_owner) WHERE lease_owner IS NOT NULL;
+
+-- The append-only ledger. No foreign key to jobs: events outlive a purged job.
+CREATE TABLE {schema}.events (
+    id           INTEGER PRIMARY KEY,
+    at           TEXT    NOT NULL,
+    namespace_id INTEGER,
+    job_id       INTEGER,
+    job_ref      TEXT,
+    worker_id    INTEGER,
+    code         INTEGER NOT NULL,
+    execution    INTEGER,
+    epoch        INTEGER,
+    outcome      INTEGER,
+    reason       INTEGER,
+    duration_ms  INTEGER,
+    message      TEXT,
+    detail       TEXT
+);
+
+CREATE INDEX {schema}.events_by_job ON {schema}.events (job_id, id);
+
+-- A handler's return value, encoded with the codec named by its code.
+CREATE TABLE {schema}.results (
+    job_id     INTEGER PRIMARY KEY REFERENCES {schema}.jobs (id) ON DELETE CASCADE,
+    codec      INTEGER NOT NULL,
+    body       BLOB    NOT NULL,
+    created_at TEXT    NOT NULL
+);
+
+-- Jobs as an operator reads them: names instead of codes, the lease holder, the last error.
+CREATE VIEW {schema}.jobs_view AS
+SELECT
+    j.job_ref,
+    n.name                AS namespace,
+    d.name                AS job_name,
+    s.name                AS status,
+    r.status              AS status_code,
+    r.priority,
+    r.attempts,
+    d.max_attempts,
+    r.executions,
+    j.created_at,
+    r.next_run_at,
+    r.updated_at,
+    CASE WHEN r.status >= 100 THEN r.updated_at END AS finished_at,
+    w.incarnation         AS lease_worker,
+    w.host                AS lease_host,
+    r.lease_expires_at,
+    r.lease_epoch,
+    j.dedup_key,
+    j.correlation_key,
+    (SELECT group_concat(t.tag, ',') FROM {schema}.job_tags t WHERE t.job_id = j.id) AS tags,
+    le.message            AS last_error,
+    lr.name               AS last_error_reason,
+    le.at                 AS last_error_at,
+    j.id                  AS job_id
+FROM {schema}.jobs j
+JOIN {schema}.runtime r      ON r.job_id = j.id
+JOIN {schema}.namespaces n   ON n.id = j.namespace_id
+JOIN {schema}.definitions d  ON d.id = j.definition_id
+JOIN {schema}.codes s        ON s.family = 'job_status' AND s.code = r.status
+LEFT JOIN {schema}.workers w ON w.id = r.lease_owner
+LEFT JOIN {schema}.events le ON le.id = (
+    SELECT max(e.id) FROM {schema}.events e
+    WHERE e.job_id = j.id
+      AND (e.code IN (21, 30) OR (e.code = 11 AND e.outcome IN (2, 3))))
+LEFT JOIN {schema}.codes lr  ON lr.family = 'reason' AND lr.code = le.reason;
+
+-- Worker incarnations with their derived lease and death windows.
+CREATE VIEW {schema}.workers_view AS
+SELECT
+    w.incarnation,
+    n.name                     AS namespace,
+    w.host,
+    w.pid,
+    s.name                     AS status,
+    w.status                   AS status_code,
+    w.executors,
+    w.heartbeat_ms / 1000.0    AS heartbeat_seconds,
+    w.heartbeat_ms * 4 / 1000.0 AS lease_seconds,
+    w.heartbeat_ms * 7 / 1000.0 AS dead_after_seconds,
+    w.started_at,
+    w.heartbeat_at,
+    w.stopped_at,
+    (SELECT count(*) FROM {schema}.runtime r WHERE r.lease_owner = w.id AND r.status IN (20, 21))
+                               AS jobs_held,
+    w.id                       AS worker_id
+FROM {schema}.workers w
+JOIN {schema}.namespaces n ON n.id = w.namespace_id
+JOIN {schema}.codes s      ON s.family = 'worker_status' AND s.code = w.status;
+
+-- The ledger with names: what happened to which job, when, on which worker, and why.
+CREATE VIEW {schema}.events_view AS
+SELECT
+    e.id          AS event_id,
+    e.at,
+    e.job_ref,
+    d.name        AS job_name,
+    n.name        AS namespace,
+    c.name        AS event,
+    e.execution,
+    e.epoch,
+    o.name        AS outcome,
+    r.name        AS reason,
+    e.duration_ms,
+    e.message,
+    e.detail,
+    w.incarnation AS worker,
+    e.job_id
+FROM {schema}.events e
+LEFT JOIN {schema}.jobs j        ON j.id = e.job_id
+LEFT JOIN {schema}.definitions d ON d.id = j.definition_id
+LEFT JOIN {schema}.namespaces n  ON n.id = e.namespace_id
+LEFT JOIN {schema}.workers w     ON w.id = e.worker_id
+JOIN {schema}.codes c            ON c.family = 'event' AND c.code = e.code
+LEFT JOIN {schema}.codes o       ON o.family = 'outcome' AND o.code = e.outcome
+LEFT JOIN {schema}.codes r       ON r.family = 'reason' AND r.code = e.reason;
+
+INSERT INTO {schema}.codes (family, code, name, description) VALUES
+    ('job_status', 10, 'ready', 'Waiting to be claimed; due at next_run_at (possibly in the future).'),
+    ('job_status', 11, 'blocked', 'Behind the head of its lane; not a claim candidate.'),
+    ('job_status', 20, 'dispatched', 'Claimed under a lease; the handler has not started.'),
+    ('job_status', 21, 'executing', 'The handler is running under the lease.'),
+    ('job_status', 30, 'suspended', 'Parked on a durable wait (sleep, signal, children).'),
+    ('job_status', 31, 'paused', 'Held until an operator resumes it.'),
+    ('job_status', 100, 'succeeded', 'Terminal: the handler returned.'),
+    ('job_status', 101, 'failed', 'Terminal: attempts exhausted or a failure that cannot be retried.'),
+    ('job_status', 102, 'cancelled', 'Terminal: cancelled by an operator or by the handler.'),
+    ('event', 1, 'enqueued', 'The job was written to the ledger.'),
+    ('event', 10, 'execution-started', 'A handler run began (pairs with execution-finished or lease-lost).'),
+    ('event', 11, 'execution-finished', 'A handler run ended; outcome and reason say how.'),
+    ('event', 12, 'retry-scheduled', 'A failed run will be retried at next_run_at.'),
+    ('event', 13, 'handed-back', 'A worker returned a claimed job without spending an attempt.'),
+    ('event', 14, 'rearmed', 'A recurring job was set to run again at next_run_at.'),
+    ('event', 20, 'succeeded', 'The job reached succeeded.'),
+    ('event', 21, 'failed', 'The job reached failed.'),
+    ('event', 22, 'cancelled', 'The job reached cancelled.'),
+    ('event', 23, 'cancel-requested', 'Cancellation was asked for while the job was running.'),
+    ('event', 30, 'lease-lost', 'A lease lapsed; recovery took the job back from its worker.'),
+    ('event', 31, 'write-fenced', 'A worker write was refused because the lease epoch moved on.'),
+    ('event', 50, 'worker-started', 'A worker incarnation registered.'),
+    ('event', 51, 'worker-stopped', 'A worker shut down cleanly.'),
+    ('event', 52, 'worker-died', 'A silent worker was declared dead by recovery.'),
+    ('outcome', 1, 'succeeded', 'The handler returned normally.'),
+    ('outcome', 2, 'failed', 'The handler raised, or its input could not be decoded.'),
+    ('outcome', 3, 'timed-out', 'The run exceeded the definition''s execution timeout.'),
+    ('outcome', 4, 'cancelled', 'The run stopped because the job was cancelled.'),
+    ('outcome', 5, 'interrupted', 'The worker stopped the run (shutdown) and handed the job back.'),
+    ('outcome', 6, 'rearmed', 'A recurring run finished and re-armed its job.'),
+    ('reason', 0, 'none', 'No reason recorded.'),
+    ('reason', 1, 'handler-error', 'The handler raised an exception.'),
+    ('reason', 2, 'timeout', 'The execution timeout elapsed.'),
+    ('reason', 3, 'input-undecodable', 'The stored input no longer decodes into the handler''s input type.'),
+    ('reason', 4, 'attempts-exhausted', 'The last allowed attempt failed.'),
+    ('reason', 5, 'lease-expired', 'The worker stopped renewing its lease.'),
+    ('reason', 6, 'shutdown', 'The worker was shutting down.'),
+    ('reason', 7, 'no-handler', 'This worker has no handler for the job''s name.'),
+    ('reason', 8, 'operator', 'An operator asked for it.'),
+    ('reason', 9, 'worker-silent', 'The worker missed seven heartbeats.'),
+    ('reason', 10, 'result-unencodable', 'The handler''s return value could not be encoded.'),
+    ('reason', 11, 'clean-exit', 'The worker exited normally.'),
+    ('worker_status', 1, 'active', 'Registered and heartbeating.'),
+    ('worker_status', 2, 'stopped', 'Shut down cleanly.'),
+    ('worker_status', 3, 'dead', 'Declared dead after missing seven heartbeats; never revived.'),
+    ('audit_level', 0, 'off', 'Write no per-job events except lease safety events.'),
+    ('audit_level', 1, 'failures', 'Write only events about failures, retries and lease safety.'),
+    ('audit_level', 2, 'full', 'Write the full timeline (default).'),
+    ('control', 0, 'none', 'No pending request.'),
+    ('control', 1, 'cancel', 'Cancel the job when its current run ends.');

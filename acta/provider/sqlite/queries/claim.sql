@@ -1,0 +1,49 @@
+-- Claiming: take due ready rows in claim order under a fresh lease epoch, then start them.
+
+-- name: claim
+-- Claim order: priority (high first), then due time, then id. Only an active worker claims.
+-- Definitions listed in :skip (no handler in this worker) are left for other workers.
+-- SQLite has one writer at a time (BEGIN IMMEDIATE), so the candidate LIMIT is exact.
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now'))),
+candidates AS (
+    SELECT r.job_id
+    FROM {schema}.runtime r
+    WHERE r.namespace_id = :namespace_id
+      AND r.status = 10
+      AND r.next_run_at <= (SELECT now FROM t)
+      AND r.definition_id NOT IN (SELECT value FROM json_each(:skip))
+      AND EXISTS (SELECT 1 FROM {schema}.workers w WHERE w.id = :worker_id AND w.status = 1)
+    ORDER BY r.priority DESC, r.next_run_at, r.job_id
+    LIMIT :limit
+)
+UPDATE {schema}.runtime
+SET status           = 20,
+    lease_owner      = :worker_id,
+    lease_epoch      = lease_epoch + 1,
+    lease_expires_at = strftime('%Y-%m-%d %H:%M:%f', (SELECT now FROM t),
+                                printf('%+.3f seconds', :lease_ms / 1000.0)),
+    version          = version + 1,
+    updated_at       = (SELECT now FROM t)
+WHERE job_id IN (SELECT job_id FROM candidates)
+RETURNING job_id, lease_epoch;
+
+-- name: claimed_jobs
+SELECT j.id AS job_id, j.job_ref, d.name, j.definition_id, j.namespace_id, r.lease_epoch,
+       r.attempts, r.executions, r.priority, j.input_codec, j.input, j.correlation_key,
+       j.created_at
+FROM {schema}.runtime r
+JOIN {schema}.jobs j        ON j.id = r.job_id
+JOIN {schema}.definitions d ON d.id = j.definition_id
+WHERE r.job_id IN (SELECT value FROM json_each(:job_ids))
+ORDER BY r.priority DESC, r.next_run_at, r.job_id;
+
+-- name: start
+-- dispatched -> executing, fenced by (job, epoch, status, owner). Zero rows: the lease is gone.
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+UPDATE {schema}.runtime
+SET status     = 21,
+    executions = executions + 1,
+    version    = version + 1,
+    updated_at = (SELECT now FROM t)
+WHERE job_id = :job_id AND lease_epoch = :epoch AND status = 20 AND lease_owner = :worker_id
+RETURNING executions, control;

@@ -1,0 +1,59 @@
+-- Enqueue: namespace and definition rows on first use, then the job, its runtime row, its
+-- tags and its enqueued event. All run in one transaction (the caller's, when given).
+
+-- name: ensure_namespace
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+INSERT INTO {schema}.namespaces (name, created_at)
+SELECT :namespace, t.now FROM t WHERE true
+ON CONFLICT (name) DO NOTHING;
+
+-- name: ensure_definition
+-- A producer never overwrites policy; only a worker registration does (register_definition).
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+INSERT INTO {schema}.definitions
+    (namespace_id, name, max_attempts, backoff, timeout_ms, priority, audit_level, registered_at)
+SELECT n.id, :name, :max_attempts, :backoff, :timeout_ms, :priority, :audit_level, t.now
+FROM {schema}.namespaces n, t
+WHERE n.name = :namespace
+ON CONFLICT (namespace_id, name) DO NOTHING;
+
+-- name: definition_ids
+SELECT d.id AS definition_id, d.name, d.namespace_id
+FROM {schema}.definitions d
+JOIN {schema}.namespaces n ON n.id = d.namespace_id
+WHERE n.name = :namespace;
+
+-- name: insert_job
+-- A duplicate deduplication key inserts nothing and returns no row.
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+INSERT INTO {schema}.jobs
+    (job_ref, namespace_id, definition_id, dedup_key, correlation_key, input_codec, input,
+     created_at)
+SELECT :job_ref, :namespace_id, :definition_id, :dedup_key, :correlation_key, :input_codec,
+       :input, t.now
+FROM t
+WHERE true
+ON CONFLICT (namespace_id, dedup_key) DO NOTHING
+RETURNING id AS job_id;
+
+-- name: job_by_dedup_key
+SELECT id AS job_id, job_ref
+FROM {schema}.jobs
+WHERE namespace_id = :namespace_id AND dedup_key = :dedup_key;
+
+-- name: insert_runtime
+-- next_run_at is the given instant, or now plus the delay.
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+INSERT INTO {schema}.runtime
+    (job_id, namespace_id, definition_id, status, priority, next_run_at, updated_at)
+SELECT :job_id, :namespace_id, :definition_id, :status, :priority,
+       COALESCE(:run_at, strftime('%Y-%m-%d %H:%M:%f', t.now,
+                                  printf('%+.3f seconds', :delay_ms / 1000.0))),
+       t.now
+FROM t;
+
+-- name: insert_tag
+INSERT INTO {schema}.job_tags (job_id, tag) VALUES (:job_id, :tag);
+
+-- name: namespace_id
+SELECT id AS namespace_id FROM {schema}.namespaces WHERE name = :namespace;

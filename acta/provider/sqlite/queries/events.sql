@@ -1,0 +1,10 @@
+-- The append-only event ledger. Every state change writes its events in its own transaction.
+
+-- name: insert_event
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+INSERT INTO {schema}.events
+    (at, namespace_id, job_id, job_ref, worker_id, code, execution, epoch, outcome, reason,
+     duration_ms, message, detail)
+SELECT t.now, :namespace_id, :job_id, :job_ref, :worker_id, :code, :execution, :epoch,
+       :outcome, :reason, :duration_ms, :message, :detail
+FROM t;

@@ -1,0 +1,71 @@
+-- Reads for the Python API and the CLI. They read base tables with codes; names come from the
+-- enums in Python, and operators get the same facts with names from the *_view views.
+
+-- name: job_by_ref
+SELECT j.id AS job_id, j.job_ref, n.name AS namespace, d.name, r.status, r.priority,
+       r.attempts, d.max_attempts, r.executions, r.next_run_at, r.lease_epoch, r.lease_owner,
+       r.lease_expires_at, r.control, j.dedup_key, j.correlation_key, j.created_at,
+       r.updated_at, j.input_codec, j.input, j.namespace_id,
+       (SELECT group_concat(t.tag, char(31)) FROM {schema}.job_tags t WHERE t.job_id = j.id)
+           AS tags
+FROM {schema}.jobs j
+JOIN {schema}.runtime r     ON r.job_id = j.id
+JOIN {schema}.namespaces n  ON n.id = j.namespace_id
+JOIN {schema}.definitions d ON d.id = j.definition_id
+WHERE j.job_ref = :job_ref;
+
+-- name: list_jobs
+-- Newest first, keyset-paginated on id.
+SELECT j.id AS job_id, j.job_ref, n.name AS namespace, d.name, r.status, r.priority,
+       r.attempts, d.max_attempts, r.executions, r.next_run_at, r.lease_epoch, r.lease_owner,
+       r.lease_expires_at, r.control, j.dedup_key, j.correlation_key, j.created_at,
+       r.updated_at, j.input_codec, NULL AS input, j.namespace_id,
+       (SELECT group_concat(t.tag, char(31)) FROM {schema}.job_tags t WHERE t.job_id = j.id)
+           AS tags
+FROM {schema}.jobs j
+JOIN {schema}.runtime r     ON r.job_id = j.id
+JOIN {schema}.namespaces n  ON n.id = j.namespace_id
+JOIN {schema}.definitions d ON d.id = j.definition_id
+WHERE (:namespace IS NULL OR n.name = :namespace)
+  AND (:status IS NULL OR r.status = :status)
+  AND (:name IS NULL OR d.name = :name)
+  AND (:before_id IS NULL OR j.id < :before_id)
+  AND (:include_system = 1 OR d.name NOT LIKE 'sys.%')
+ORDER BY j.id DESC
+LIMIT :limit;
+
+-- name: job_events
+SELECT e.id AS event_id, e.at, e.code, e.execution, e.epoch, e.outcome, e.reason,
+       e.duration_ms, e.message, e.detail, w.incarnation AS worker
+FROM {schema}.events e
+LEFT JOIN {schema}.workers w ON w.id = e.worker_id
+WHERE e.job_id = :job_id
+ORDER BY e.id;
+
+-- name: job_result
+SELECT codec, body FROM {schema}.results WHERE job_id = :job_id;
+
+-- name: list_workers
+SELECT w.id AS worker_id, w.incarnation, n.name AS namespace, w.host, w.pid, w.status,
+       w.executors, w.heartbeat_ms, w.started_at, w.heartbeat_at, w.stopped_at
+FROM {schema}.workers w
+JOIN {schema}.namespaces n ON n.id = w.namespace_id
+WHERE (:namespace IS NULL OR n.name = :namespace)
+ORDER BY w.id;
+
+-- name: pending_work
+-- What run_until_idle needs: user jobs not yet finished, and the earliest due instant.
+SELECT
+    count(*) AS unfinished,
+    min(CASE WHEN r.status = 10 THEN r.next_run_at END) AS next_due_at,
+    min(CASE WHEN r.status IN (20, 21) THEN r.lease_expires_at END) AS next_lease_expiry_at
+FROM {schema}.runtime r
+JOIN {schema}.definitions d ON d.id = r.definition_id
+WHERE r.namespace_id = :namespace_id
+  AND r.status < 100
+  AND d.name NOT LIKE 'sys.%';
+
+-- name: next_due_any
+SELECT min(r.next_run_at) AS next_due_at
+FROM {schema}.runtime r
+WHERE r.namespace_id = :namespace_id AND r.status = 10;

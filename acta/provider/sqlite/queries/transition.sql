@@ -1,0 +1,59 @@
+-- Guarded transitions: every settle, hand-back, recovery and operator change goes through
+-- transition_guard then transition, in one transaction, with its events.
+
+-- name: transition_guard
+-- The compare-and-set read: the row must still be at this epoch, in an expected status and,
+-- for worker writes, leased by this worker; for recovery, the lease must have lapsed.
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+SELECT r.control, r.status, r.executions, r.attempts
+FROM {schema}.runtime r
+WHERE r.job_id = :job_id
+  AND r.lease_epoch = :epoch
+  AND r.status IN (SELECT value FROM json_each(:expect))
+  AND (:owner IS NULL OR r.lease_owner = :owner)
+  AND (:lapsed = 0 OR r.lease_expires_at < (SELECT now FROM t));
+
+-- name: transition
+-- :delay_ms NULL keeps next_run_at; a number sets it to now plus the delay.
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+UPDATE {schema}.runtime
+SET status           = :status,
+    next_run_at      = CASE WHEN :delay_ms IS NULL THEN next_run_at
+                            ELSE strftime('%Y-%m-%d %H:%M:%f', (SELECT now FROM t),
+                                          printf('%+.3f seconds', :delay_ms / 1000.0)) END,
+    attempts         = attempts + :charge,
+    lease_owner      = NULL,
+    lease_expires_at = NULL,
+    control          = CASE WHEN :status >= 100 THEN 0 ELSE control END,
+    version          = version + 1,
+    updated_at       = (SELECT now FROM t)
+WHERE job_id = :job_id AND lease_epoch = :epoch;
+
+-- name: request_cancel
+-- A running job is cancelled when its run ends: the worker learns it from its heartbeat.
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+UPDATE {schema}.runtime
+SET control = 1, version = version + 1, updated_at = (SELECT now FROM t)
+WHERE job_id = :job_id AND lease_epoch = :epoch AND status IN (20, 21) AND control = 0;
+
+-- name: upsert_result
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+INSERT INTO {schema}.results (job_id, codec, body, created_at)
+SELECT :job_id, :codec, :body, t.now FROM t WHERE true
+ON CONFLICT (job_id) DO UPDATE SET
+    codec = excluded.codec, body = excluded.body, created_at = excluded.created_at;
+
+-- name: lapsed_leases
+-- Leases past their expiry by the database clock, oldest first, with the policy recovery needs.
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+SELECT r.job_id, j.job_ref, r.namespace_id, r.status, r.executions, r.attempts, r.lease_epoch,
+       r.lease_owner, d.max_attempts, d.audit_level, d.name
+FROM {schema}.runtime r
+JOIN {schema}.jobs j        ON j.id = r.job_id
+JOIN {schema}.definitions d ON d.id = r.definition_id
+WHERE r.namespace_id = :namespace_id
+  AND r.status IN (20, 21)
+  AND r.lease_expires_at < (SELECT now FROM t)
+  AND (:only_job_id IS NULL OR r.job_id = :only_job_id)
+ORDER BY r.lease_expires_at
+LIMIT :limit;

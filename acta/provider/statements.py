@@ -1,0 +1,130 @@
+"""Loads the named SQL statements a dialect ships in its ``queries/*.sql`` files.
+
+A file holds blocks that start with ``-- name: <statement>``; everything up to the next such
+line is the statement, comments included, so what users read is what runs. The loader does two
+things only: it replaces the schema token ``{schema}.`` with the dialect's qualifier and it
+rewrites ``:param`` placeholders into the driver's paramstyle. It must not rewrite anything
+else: SQL stays as written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from importlib import resources
+from importlib.resources.abc import Traversable
+
+from acta.errors import SchemaError
+
+_NAME_LINE = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
+_PARAM = re.compile(r"[a-z_][a-z0-9_]*")
+SCHEMA_TOKEN = "{schema}."
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One named statement, ready for the driver."""
+
+    name: str
+    sql: str
+    params: tuple[str, ...]
+    source: str
+
+
+def _scan(sql: str) -> Iterator[tuple[int, int, str]]:
+    """Yield ``(start, end, name)`` for each ``:name`` placeholder outside quotes and comments.
+
+    ``::`` casts (PostgreSQL) are not placeholders.
+    """
+    i, n = 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if c in ("'", '"'):
+            j = sql.find(c, i + 1)
+            while j != -1 and j + 1 < n and sql[j + 1] == c:  # doubled quote escapes itself
+                j = sql.find(c, j + 2)
+            i = n if j == -1 else j + 1
+        elif sql.startswith("--", i):
+            j = sql.find("\n", i)
+            i = n if j == -1 else j + 1
+        elif sql.startswith("/*", i):
+            j = sql.find("*/", i + 2)
+            i = n if j == -1 else j + 2
+        elif c == ":" and i + 1 < n and sql[i + 1] == ":":
+            i += 2
+        elif c == ":" and (i == 0 or sql[i - 1] != ":"):
+            m = _PARAM.match(sql, i + 1)
+            if m:
+                yield i, m.end(), m.group(0)
+                i = m.end()
+            else:
+                i += 1
+        else:
+            i += 1
+
+
+def convert_params(sql: str, style: str) -> tuple[str, tuple[str, ...]]:
+    """Rewrite ``:name`` placeholders for ``style`` ("named" keeps them, "pyformat" uses
+    ``%(name)s`` and doubles literal percent signs). Returns the SQL and the names in order."""
+    names: list[str] = []
+    out: list[str] = []
+    last = 0
+    for start, end, name in _scan(sql):
+        names.append(name)
+        chunk = sql[last:start]
+        out.append(chunk.replace("%", "%%") if style == "pyformat" else chunk)
+        out.append(f"%({name})s" if style == "pyformat" else f":{name}")
+        last = end
+    tail = sql[last:]
+    out.append(tail.replace("%", "%%") if style == "pyformat" else tail)
+    return "".join(out), tuple(dict.fromkeys(names))
+
+
+def parse_blocks(text: str, source: str) -> dict[str, str]:
+    """Split one .sql file into its named blocks."""
+    matches = list(_NAME_LINE.finditer(text))
+    if not matches and text.strip():
+        raise SchemaError(f"{source}: no '-- name:' blocks found")
+    blocks: dict[str, str] = {}
+    for k, m in enumerate(matches):
+        end = matches[k + 1].start() if k + 1 < len(matches) else len(text)
+        body = text[m.end() : end].strip()
+        name = m.group(1)
+        if name in blocks:
+            raise SchemaError(f"{source}: statement {name!r} is defined twice")
+        blocks[name] = body.rstrip(";").rstrip()
+    return blocks
+
+
+def sql_files(package: str, folder: str) -> list[Traversable]:
+    """The .sql files of ``package/folder`` in name order."""
+    root = resources.files(package).joinpath(folder)
+    return sorted((f for f in root.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name)
+
+
+class Statements:
+    """Every named statement of one dialect, with the schema token already resolved."""
+
+    def __init__(self, package: str, qualify: Callable[[str], str], style: str) -> None:
+        self._by_name: dict[str, Statement] = {}
+        for f in sql_files(package, "queries"):
+            for name, body in parse_blocks(f.read_text("utf-8"), f.name).items():
+                if name in self._by_name:
+                    raise SchemaError(f"statement {name!r} is defined in two files")
+                sql, params = convert_params(qualify(body), style)
+                self._by_name[name] = Statement(name, sql, params, f.name)
+
+    def __getitem__(self, name: str) -> Statement:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise SchemaError(f"no SQL statement named {name!r} in this dialect") from None
+
+    def names(self) -> frozenset[str]:
+        return frozenset(self._by_name)
+
+
+def replace_schema(sql: str, qualifier: str) -> str:
+    """Replace each ``{schema}.`` token with ``qualifier`` (e.g. ``acta_`` or ``"acta".``)."""
+    return sql.replace(SCHEMA_TOKEN, qualifier)

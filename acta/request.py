@@ -1,0 +1,97 @@
+"""One enqueue, validated and encoded before any SQL runs.
+
+A ``JobRequest`` is built from a definition, an input and per-enqueue options (delay or
+not_before, priority, deduplication key, correlation key, tags). Building it checks every
+option and encodes the payload under the size cap, so a bad request raises at the call site
+and a batch with one bad member writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from acta.codec import check_size
+from acta.duration import parse_duration
+from acta.errors import ValidationError
+from acta.job import validate_priority
+from acta.names import validate_key, validate_tags
+from acta.shape import to_data
+
+if TYPE_CHECKING:
+    from acta.job import JobDefinition
+
+MAX_DELAY = timedelta(days=3650)
+
+
+@dataclass(frozen=True, slots=True)
+class JobRequest:
+    """A validated, encoded request to enqueue one job."""
+
+    definition: JobDefinition[Any, Any]
+    payload: bytes
+    priority: int
+    run_at: datetime | None
+    delay: timedelta
+    dedup_key: str | None
+    correlation_key: str | None
+    tags: tuple[str, ...]
+
+    @classmethod
+    def build(
+        cls,
+        definition: JobDefinition[Any, Any],
+        input: object = None,
+        *,
+        delay: str | float | timedelta | None = None,
+        not_before: datetime | None = None,
+        priority: int | None = None,
+        dedup_key: str | None = None,
+        correlation_key: str | None = None,
+        tags: Iterable[str] = (),
+    ) -> JobRequest:
+        if delay is not None and not_before is not None:
+            raise ValidationError(
+                "delay", "both delay and not_before were given", "pass one of them"
+            )
+        run_at: datetime | None = None
+        wait = timedelta(0)
+        if delay is not None:
+            wait = parse_duration(delay, field="delay", allow_zero=True)
+            if wait > MAX_DELAY:
+                raise ValidationError("delay", f"{wait} is too far ahead", "at most 3650 days")
+        if not_before is not None:
+            if not isinstance(not_before, datetime) or not_before.tzinfo is None:
+                raise ValidationError(
+                    "not_before", f"got {not_before!r}", "a timezone-aware datetime"
+                )
+            run_at = not_before
+        return cls(
+            definition=definition,
+            payload=encode_input(definition, input),
+            priority=definition.policy.priority
+            if priority is None
+            else validate_priority(priority),
+            run_at=run_at,
+            delay=wait,
+            dedup_key=None if dedup_key is None else validate_key(dedup_key, field="dedup_key"),
+            correlation_key=(
+                None
+                if correlation_key is None
+                else validate_key(correlation_key, field="correlation_key")
+            ),
+            tags=validate_tags(tags),
+        )
+
+
+def encode_input(definition: JobDefinition[Any, Any], value: object) -> bytes:
+    """Convert and encode a handler input, refusing anything over the application's cap."""
+    if not definition.takes_input and value is not None:
+        raise ValidationError(
+            "input", f"job {definition.name!r} takes no input", "pass nothing (None)"
+        )
+    data = to_data(value, definition.input_type, "input")
+    encoded = definition.input_codec.encode(data)
+    return check_size(encoded, definition.app.payload_cap, "input")

@@ -1,0 +1,345 @@
+"""One claimed job, from dispatched to settled: start, decode, run the handler, settle.
+
+Async handlers run on the event loop; plain functions run in the worker's bounded thread pool.
+The run races three things: the handler, its timeout (judged by the clock, so the test clock
+can expire it), and a stop request from the worker (lease lost, cancel asked, shutdown, kill).
+Python cannot interrupt a thread, so a sync handler that overstays is flagged through its
+cancellation and abandoned; its late result is dropped, never written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import traceback
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from acta.context import Cancellation, JobCancelledError, JobContext, job_logger
+from acta.errors import InputDecodeError, PayloadError
+from acta.ids import JobRef
+from acta.ledger.claim import start
+from acta.ledger.transition import apply_transition
+from acta.model.codes import EventCode, JobStatus, Outcome, Reason, audited
+from acta.model.rows import Claimed, Transition
+from acta.runtime import settler
+from acta.shape import from_data, to_data
+
+if TYPE_CHECKING:
+    from acta.job import JobDefinition
+    from acta.runtime.worker import Worker
+
+# How long a cancelled async handler gets to unwind before the worker settles without it.
+CANCEL_GRACE_SECONDS = 1.0
+
+
+class TickOutcome(StrEnum):
+    """What one claim-and-run did to the job."""
+
+    NOTHING_CLAIMED = "nothing-claimed"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    REARMED = "rearmed"
+    CANCELLED = "cancelled"
+    LEASE_LOST = "lease-lost"
+    KILLED = "killed"
+
+
+class Stop(StrEnum):
+    """Why the worker stopped a run before its handler returned."""
+
+    TIMEOUT = "timeout"
+    CANCEL = "cancel"
+    LEASE_LOST = "lease-lost"
+    SHUTDOWN = "shutdown"
+    KILLED = "killed"
+
+
+@dataclass(eq=False)
+class Run:
+    """A job this worker holds, from claim to settle; the heartbeat renews its lease.
+
+    Create it on the event loop; ``stop`` may be called from any thread (a sync handler in the
+    test host can kill its own worker)."""
+
+    job: Claimed
+    loop: asyncio.AbstractEventLoop
+    cancellation: Cancellation = field(default_factory=Cancellation)
+    stop_reason: Stop | None = None
+    stopped: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def stop(self, reason: Stop) -> None:
+        if self.stop_reason is None:
+            self.stop_reason = reason
+            self.cancellation.cancel(reason.value)
+            self.loop.call_soon_threadsafe(self.stopped.set)
+
+
+class Interrupted(Exception):
+    def __init__(self, reason: Stop) -> None:
+        super().__init__(reason.value)
+        self.reason = reason
+
+
+async def execute(worker: Worker, run: Run) -> TickOutcome:
+    """Carry one claimed job to a settled state (or drop it if this worker lost it)."""
+    job = run.job
+    system = worker.system_job(job.name)
+    definition = worker.app.definitions.get(job.name) if system is None else system.definition
+    if definition is None or (definition.handler is None and system is None):
+        worker.skip_definition(job.definition_id, job.name)
+        plan = settler.handed_back(
+            job,
+            None,
+            worker.worker_id,
+            None,
+            Reason.NO_HANDLER,
+            f"worker {worker.incarnation} has no handler for {job.name!r}",
+        )
+        return await _settle(worker, run, plan, TickOutcome.REARMED)
+    policy = definition.policy
+    if run.stop_reason is not None:
+        return await _interrupted(worker, run, definition, None, None)
+    started = await worker.write(
+        lambda: start(
+            job, worker.worker_id, audited(policy.audit, EventCode.EXECUTION_STARTED), worker.now()
+        )
+    )
+    if worker.killed:
+        return TickOutcome.KILLED
+    if started is None:
+        return TickOutcome.LEASE_LOST
+    execution = started.execution
+    if started.cancel_requested:
+        plan = settler.cancelled(job, execution, worker.worker_id, policy, 0)
+        return await _settle(worker, run, plan, TickOutcome.CANCELLED)
+    t0 = worker.clock.monotonic()
+
+    def elapsed() -> int:
+        return max(0, int((worker.clock.monotonic() - t0) * 1000))
+
+    try:
+        value = None if system else decode_input(definition, job)
+    except InputDecodeError as exc:
+        plan = settler.failed(
+            job,
+            execution,
+            worker.worker_id,
+            policy,
+            outcome=Outcome.FAILED,
+            reason=Reason.INPUT_UNDECODABLE,
+            message=f"stored input does not decode: {exc}",
+            duration_ms=0,
+            rng=worker.rng,
+            final=True,
+        )
+        return await _settle(worker, run, plan, TickOutcome.FAILED)
+    ctx = JobContext(
+        job=JobRef.parse(job.job_ref),
+        name=job.name,
+        attempt=job.attempts + 1,
+        max_attempts=policy.max_attempts,
+        execution=execution,
+        created_at=job.created_at,
+        correlation_key=job.correlation_key,
+        logger=job_logger(job.name, JobRef.parse(job.job_ref), execution),
+        cancellation=run.cancellation,
+    )
+    try:
+        if system is not None:
+            returned = await _invoke(worker, run, None, ctx, policy.timeout, system.run)
+            plan = settler.rearmed(
+                job, execution, worker.worker_id, policy, system.every(worker), elapsed()
+            )
+            return await _settle(worker, run, plan, TickOutcome.REARMED)
+        returned = await _invoke(worker, run, definition, ctx, policy.timeout, value)
+    except Interrupted as stop:
+        if stop.reason is Stop.TIMEOUT:
+            timeout = policy.timeout.total_seconds() if policy.timeout else 0
+            plan = settler.failed(
+                job,
+                execution,
+                worker.worker_id,
+                policy,
+                outcome=Outcome.TIMED_OUT,
+                reason=Reason.TIMEOUT,
+                message=f"execution timed out after {timeout:g} s",
+                duration_ms=elapsed(),
+                rng=worker.rng,
+            )
+            return await _settle(worker, run, plan, _retry_or_fail(plan))
+        return await _interrupted(worker, run, definition, execution, elapsed())
+    except Exception as exc:
+        if system is not None:
+            plan = settler.rearmed(
+                job,
+                execution,
+                worker.worker_id,
+                policy,
+                system.every(worker),
+                elapsed(),
+                _describe(exc),
+            )
+            return await _settle(worker, run, plan, TickOutcome.REARMED)
+        plan = settler.failed(
+            job,
+            execution,
+            worker.worker_id,
+            policy,
+            outcome=Outcome.FAILED,
+            reason=Reason.HANDLER_ERROR,
+            message=_describe(exc),
+            duration_ms=elapsed(),
+            rng=worker.rng,
+        )
+        return await _settle(worker, run, plan, _retry_or_fail(plan))
+    try:
+        result = encode_result(definition, returned)
+    except PayloadError as exc:
+        plan = settler.failed(
+            job,
+            execution,
+            worker.worker_id,
+            policy,
+            outcome=Outcome.FAILED,
+            reason=Reason.RESULT_UNENCODABLE,
+            message=f"the return value cannot be stored: {exc}",
+            duration_ms=elapsed(),
+            rng=worker.rng,
+        )
+        return await _settle(worker, run, plan, _retry_or_fail(plan))
+    plan = settler.succeeded(job, execution, worker.worker_id, policy, elapsed(), result)
+    return await _settle(worker, run, plan, TickOutcome.COMPLETED)
+
+
+def _retry_or_fail(plan: Transition) -> TickOutcome:
+    return TickOutcome.FAILED if plan.status.terminal else TickOutcome.REARMED
+
+
+async def _interrupted(
+    worker: Worker,
+    run: Run,
+    definition: JobDefinition[Any, Any],
+    execution: int | None,
+    duration_ms: int | None,
+) -> TickOutcome:
+    reason = run.stop_reason
+    if reason is Stop.KILLED:
+        return TickOutcome.KILLED
+    if reason is Stop.LEASE_LOST:
+        return TickOutcome.LEASE_LOST  # someone else owns the row now: write nothing
+    policy = definition.policy
+    if reason is Stop.CANCEL:
+        plan = settler.cancelled(run.job, execution, worker.worker_id, policy, duration_ms)
+        return await _settle(worker, run, plan, TickOutcome.CANCELLED)
+    plan = settler.handed_back(
+        run.job,
+        execution,
+        worker.worker_id,
+        policy,
+        Reason.SHUTDOWN,
+        f"worker {worker.incarnation} shut down before the run finished",
+        duration_ms,
+    )
+    return await _settle(worker, run, plan, TickOutcome.REARMED)
+
+
+async def _settle(worker: Worker, run: Run, plan: Transition, outcome: TickOutcome) -> TickOutcome:
+    if worker.killed:
+        return TickOutcome.KILLED
+    if run.stop_reason is Stop.LEASE_LOST:
+        return TickOutcome.LEASE_LOST
+    written = await worker.write(lambda: apply_transition(plan, worker.now()))
+    if worker.killed:
+        return TickOutcome.KILLED
+    if written is None:
+        return TickOutcome.LEASE_LOST
+    if written is JobStatus.CANCELLED:
+        return TickOutcome.CANCELLED
+    return outcome
+
+
+async def _invoke(
+    worker: Worker,
+    run: Run,
+    definition: JobDefinition[Any, Any] | None,
+    ctx: JobContext,
+    limit: Any,
+    value: Any,
+) -> Any:
+    """Run the handler, racing its timeout and the worker's stop request."""
+    loop = asyncio.get_running_loop()
+    handler: asyncio.Future[Any]
+    if definition is None:  # a system job: ``value`` is its coroutine function
+        handler = asyncio.ensure_future(value(worker, ctx))
+    else:
+        args = _arguments(definition, value, ctx)
+        if definition.is_async:
+            handler = asyncio.ensure_future(definition.handler(*args[0], **args[1]))  # type: ignore[misc]
+        else:
+            call = functools.partial(definition.handler, *args[0], **args[1])  # type: ignore[arg-type]
+            handler = loop.run_in_executor(worker.threads, call)
+    racers: set[asyncio.Future[Any]] = {handler, asyncio.ensure_future(run.stopped.wait())}
+    timer = None
+    if limit is not None:
+        timer = asyncio.ensure_future(worker.clock.sleep_until(worker.clock.now() + limit))
+        racers.add(timer)
+    try:
+        done, _ = await asyncio.wait(racers, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for racer in racers:
+            if racer is not handler:
+                racer.cancel()
+    if handler in done and run.stop_reason is None:
+        return handler.result()
+    reason = run.stop_reason or Stop.TIMEOUT
+    run.cancellation.cancel(reason.value)
+    if not handler.done():
+        handler.cancel()  # interrupts async handlers; a thread keeps running, flagged
+        await asyncio.wait({handler}, timeout=CANCEL_GRACE_SECONDS)
+    if handler.done() and not handler.cancelled():
+        handler.exception()  # retrieved so asyncio does not log it as never retrieved
+    raise Interrupted(reason)
+
+
+def _arguments(
+    definition: JobDefinition[Any, Any], value: Any, ctx: JobContext
+) -> tuple[list[Any], dict[str, Any]]:
+    args: list[Any] = [value] if definition.takes_input else []
+    kwargs = {definition.context_param: ctx} if definition.context_param else {}
+    return args, kwargs
+
+
+def decode_input(definition: JobDefinition[Any, Any], job: Claimed) -> Any:
+    from acta.codec import codecs
+
+    data = codecs.by_code(job.input_codec).decode(job.input)
+    return from_data(data, definition.input_type, "input")
+
+
+def encode_result(definition: JobDefinition[Any, Any], value: Any) -> tuple[int, bytes] | None:
+    if value is None:
+        return None
+    from acta.codec import check_size
+
+    tp = definition.result_type if definition.result_type is not None else Any
+    data = to_data(value, tp, "result")
+    codec = (
+        definition.result_codec if definition.result_type is not None else _codec_for_value(value)
+    )
+    body = codec.encode(data)
+    return codec.code, check_size(body, definition.app.payload_cap, "result")
+
+
+def _codec_for_value(value: Any) -> Any:
+    from acta.shape import codec_for
+
+    return codec_for(type(value) if isinstance(value, str | bytes) else Any)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, JobCancelledError):
+        return f"JobCancelledError: {exc}"
+    lines = traceback.format_exception(exc)
+    return f"{type(exc).__name__}: {exc}\n" + "".join(lines[-6:])

@@ -1,0 +1,91 @@
+"""The tick scheduler: a worker is a set of steppable loops run in a fixed order.
+
+Each loop has a due instant and a ``step(now) -> next_due``. ``run_due`` steps every loop that
+is due, in registration order, and returns the earliest next due instant; production sleeps on
+the clock until then or until the bell rings (new work, a freed executor, a shutdown). Tests
+never start ``run_forever``: the host calls the pieces itself, one tick at a time, against the
+manual clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
+
+from acta.clock import Clock
+
+log = logging.getLogger("acta.worker")
+
+StepFn = Callable[[datetime], Awaitable[datetime]]
+
+# After a loop raises, wait this long before stepping it again, so a broken database does not
+# turn the worker into a busy loop; the loop's own cadence resumes once it succeeds.
+ERROR_PAUSE = timedelta(seconds=1)
+
+
+class Loop:
+    """One steppable loop: a name, a step function and its next due instant."""
+
+    def __init__(self, name: str, step: StepFn, due: datetime) -> None:
+        self.name = name
+        self.step = step
+        self.due = due
+        self.enabled = True
+        self.failures = 0
+
+    def __repr__(self) -> str:
+        return f"<Loop {self.name} due={self.due.isoformat()} enabled={self.enabled}>"
+
+
+class Scheduler:
+    """Runs due loops in order and sleeps until the next one is due or the bell rings."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.loops: list[Loop] = []
+        self.bell = asyncio.Event()
+
+    def add(self, name: str, step: StepFn, due: datetime | None = None) -> Loop:
+        loop = Loop(name, step, due or self.clock.now())
+        self.loops.append(loop)
+        return loop
+
+    def ring(self, loop: Loop | None = None) -> None:
+        """Make ``loop`` due now (if given) and wake the scheduler."""
+        if loop is not None:
+            loop.due = min(loop.due, self.clock.now())
+        self.bell.set()
+
+    async def run_due(self) -> datetime:
+        """Step every enabled loop that is due; return the earliest next due instant."""
+        for loop in self.loops:
+            if not loop.enabled:
+                continue
+            now = self.clock.now()
+            if loop.due > now:
+                continue
+            try:
+                loop.due = await loop.step(now)
+                loop.failures = 0
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                loop.failures += 1
+                log.exception("acta loop %s failed (%d in a row)", loop.name, loop.failures)
+                loop.due = self.clock.now() + ERROR_PAUSE * min(loop.failures, 30)
+        return self.next_due()
+
+    def next_due(self) -> datetime:
+        enabled = [loop.due for loop in self.loops if loop.enabled]
+        return min(enabled) if enabled else self.clock.now() + timedelta(hours=1)
+
+    async def run_until(self, stop: asyncio.Event) -> None:
+        """Production: step due loops, then sleep on the clock until due or rung."""
+        while not stop.is_set():
+            self.bell.clear()
+            deadline = await self.run_due()
+            if stop.is_set():
+                return
+            await self.clock.sleep_until(deadline, self.bell)

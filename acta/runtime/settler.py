@@ -1,0 +1,224 @@
+"""How a run ends, as a guarded transition: the retry policy lives here, once.
+
+Each planner turns what happened in a handler run into a ``Transition`` (new status, delay,
+attempt charge, events filtered by the definition's audit level). Pure functions: no I/O, no
+clock. A failure spends one attempt; when it was the last allowed, the job fails for good.
+Cancellation, shutdown and a missing handler never spend an attempt.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+from typing import Any
+
+from acta.job import JobPolicy
+from acta.ledger.transition import audit_events
+from acta.model.codes import EventCode, JobStatus, Outcome, Reason
+from acta.model.rows import Claimed, EventRecord, Transition
+
+_MS = timedelta(milliseconds=1)
+MAX_MESSAGE = 4000
+
+
+def clip(message: str) -> str:
+    """Error text is evidence, but a runaway traceback must not bloat the ledger: keep the head
+    and say how much was left out (never silently cut)."""
+    if len(message) <= MAX_MESSAGE:
+        return message
+    return f"{message[:MAX_MESSAGE]}... [{len(message) - MAX_MESSAGE} more characters not stored]"
+
+
+def _plan(
+    job: Claimed, worker_id: int, expect: JobStatus, status: JobStatus, **rest: Any
+) -> Transition:
+    """A worker write: guarded by this worker's lease on the claimed epoch."""
+    return Transition(
+        job_id=job.job_id,
+        job_ref=job.job_ref,
+        namespace_id=job.namespace_id,
+        epoch=job.epoch,
+        expect=(expect,),
+        status=status,
+        owner=worker_id,
+        worker_id=worker_id,
+        **rest,
+    )
+
+
+def succeeded(
+    job: Claimed,
+    execution: int,
+    worker_id: int,
+    policy: JobPolicy,
+    duration_ms: int,
+    result: tuple[int, bytes] | None,
+) -> Transition:
+    events = [
+        EventRecord(
+            EventCode.EXECUTION_FINISHED, execution, Outcome.SUCCEEDED, duration_ms=duration_ms
+        ),
+        EventRecord(EventCode.SUCCEEDED, execution),
+    ]
+    return _plan(
+        job,
+        worker_id,
+        JobStatus.EXECUTING,
+        JobStatus.SUCCEEDED,
+        events=audit_events(policy.audit, events),
+        result=result,
+    )
+
+
+def cancelled(
+    job: Claimed,
+    execution: int | None,
+    worker_id: int,
+    policy: JobPolicy,
+    duration_ms: int | None,
+    message: str = "cancelled while running",
+) -> Transition:
+    expect = JobStatus.DISPATCHED if execution is None else JobStatus.EXECUTING
+    events = []
+    if execution is not None:
+        events.append(
+            EventRecord(
+                EventCode.EXECUTION_FINISHED,
+                execution,
+                Outcome.CANCELLED,
+                Reason.OPERATOR,
+                duration_ms=duration_ms,
+            )
+        )
+    events.append(
+        EventRecord(EventCode.CANCELLED, execution, reason=Reason.OPERATOR, message=message)
+    )
+    return _plan(
+        job,
+        worker_id,
+        expect,
+        JobStatus.CANCELLED,
+        events=audit_events(policy.audit, events),
+    )
+
+
+def failed(
+    job: Claimed,
+    execution: int,
+    worker_id: int,
+    policy: JobPolicy,
+    *,
+    outcome: Outcome,
+    reason: Reason,
+    message: str,
+    duration_ms: int,
+    rng: random.Random,
+    final: bool = False,
+) -> Transition:
+    """A failed run: retry after the backoff, or fail for good on the last attempt."""
+    attempt = job.attempts + 1
+    text = clip(message)
+    finished = EventRecord(
+        EventCode.EXECUTION_FINISHED, execution, outcome, reason, text, duration_ms=duration_ms
+    )
+    if final or attempt >= policy.max_attempts:
+        why = reason if final else Reason.ATTEMPTS_EXHAUSTED
+        summary = text if final else f"attempt {attempt} of {policy.max_attempts} failed: {text}"
+        events = [
+            finished,
+            EventRecord(EventCode.FAILED, execution, reason=why, message=clip(summary)),
+        ]
+        return _plan(
+            job,
+            worker_id,
+            JobStatus.EXECUTING,
+            JobStatus.FAILED,
+            charge=1,
+            events=audit_events(policy.audit, events),
+        )
+    delay = policy.backoff.delay(attempt, rng)
+    delay_ms = max(0, delay // _MS)
+    retry = EventRecord(
+        EventCode.RETRY_SCHEDULED,
+        execution,
+        reason=reason,
+        message=f"attempt {attempt} of {policy.max_attempts} failed; retrying in {delay_ms} ms",
+    )
+    return _plan(
+        job,
+        worker_id,
+        JobStatus.EXECUTING,
+        JobStatus.READY,
+        delay_ms=delay_ms,
+        charge=1,
+        events=audit_events(policy.audit, [finished, retry]),
+        on_cancel=cancelled(job, execution, worker_id, policy, duration_ms),
+    )
+
+
+def handed_back(
+    job: Claimed,
+    execution: int | None,
+    worker_id: int,
+    policy: JobPolicy | None,
+    reason: Reason,
+    message: str,
+    duration_ms: int | None = None,
+) -> Transition:
+    """Return a claimed job untouched (no attempt spent): shutdown or no handler here."""
+    expect = JobStatus.DISPATCHED if execution is None else JobStatus.EXECUTING
+    events = []
+    if execution is not None:
+        events.append(
+            EventRecord(
+                EventCode.EXECUTION_FINISHED,
+                execution,
+                Outcome.INTERRUPTED,
+                reason,
+                message,
+                duration_ms=duration_ms,
+            )
+        )
+    events.append(EventRecord(EventCode.HANDED_BACK, execution, reason=reason, message=message))
+    kept = tuple(events) if policy is None else audit_events(policy.audit, events)
+    return _plan(
+        job,
+        worker_id,
+        expect,
+        JobStatus.READY,
+        events=kept,
+        on_cancel=None
+        if policy is None
+        else cancelled(job, execution, worker_id, policy, duration_ms),
+    )
+
+
+def rearmed(
+    job: Claimed,
+    execution: int,
+    worker_id: int,
+    policy: JobPolicy,
+    every: timedelta,
+    duration_ms: int,
+    error: str | None = None,
+) -> Transition:
+    """A recurring run ended: schedule the next one, whatever this one did."""
+    events = [
+        EventRecord(
+            EventCode.EXECUTION_FINISHED,
+            execution,
+            Outcome.FAILED if error else Outcome.REARMED,
+            Reason.HANDLER_ERROR if error else None,
+            None if error is None else clip(error),
+            duration_ms=duration_ms,
+        ),
+        EventRecord(EventCode.REARMED, execution),
+    ]
+    return _plan(
+        job,
+        worker_id,
+        JobStatus.EXECUTING,
+        JobStatus.READY,
+        delay_ms=max(1, every // _MS),
+        events=audit_events(policy.audit, events),
+    )

@@ -1,0 +1,9 @@
+"""acta's pytest plugin and test host: the real runtime, one tick at a time, on a real database.
+
+Fixtures (all prefixed ``acta_``) come from ``acta_testing.plugin``, registered through the
+``pytest11`` entry point. Import ``Host``/``AsyncHost`` to build a host by hand.
+"""
+
+from acta_testing.host import AsyncHost, Host, HostError
+
+__all__ = ["AsyncHost", "Host", "HostError"]

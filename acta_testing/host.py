@@ -1,0 +1,275 @@
+"""The test host: the real runtime, driven one tick at a time on a manual clock.
+
+``AsyncHost`` binds an application to a throwaway ledger and a ``ManualClock`` and offers:
+``tick()`` (one claim plus one handler run), ``advance(duration)`` (moves time, heartbeating
+the live workers at each interval it crosses), ``run_until_idle()`` (ticks, and jumps the clock
+to the next due instant whenever nothing is claimable), extra peer workers, and ``kill``/
+``pause``/``resume`` to test lease recovery without real waiting. ``Host`` is the sync twin: it
+runs the async host on a private event-loop thread, so a sync handler can call back into the
+host (kill its own worker, advance time) while its tick is in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+from collections.abc import Coroutine
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from acta.app import Acta
+from acta.clock import ManualClock
+from acta.duration import parse_duration
+from acta.ledger import read
+from acta.model.rows import EventInfo, JobInfo
+from acta.provider.protocol import Provider
+from acta.runtime.executor import TickOutcome
+from acta.runtime.worker import Worker
+
+T = TypeVar("T")
+DEFAULT_MAX_TICKS = 10_000
+SYSTEM_RUNS_PER_TICK = 100
+
+
+class HostError(AssertionError):
+    """The host could not do what the test asked (stuck work, too many ticks)."""
+
+
+class AsyncHost:
+    """Drive ``app`` against ``provider`` on ``clock``; see the module docstring."""
+
+    def __init__(
+        self, app: Acta, provider: Provider, clock: ManualClock, **worker_settings: Any
+    ) -> None:
+        self.app = app
+        self.provider = provider
+        self.clock = clock
+        self._settings = worker_settings
+        self._binding = app.bound(provider, clock)
+        self._binding.__enter__()
+        self.workers: list[Worker] = [self._new_worker()]
+        self.closed = False
+
+    def _new_worker(self, **settings: Any) -> Worker:
+        return Worker(
+            self.app,
+            clock=self.clock,
+            seed=len(getattr(self, "workers", ())),
+            **{**self._settings, **settings},
+        )
+
+    @property
+    def worker(self) -> Worker:
+        """The default worker, which ``tick()`` uses unless told otherwise."""
+        return self.workers[0]
+
+    async def add_worker(self, **settings: Any) -> Worker:
+        """Start another peer worker on the same ledger (registered at once)."""
+        worker = self._new_worker(**settings)
+        self.workers.append(worker)
+        await worker.ensure_registered()
+        return worker
+
+    # -- driving --------------------------------------------------------------------------
+
+    async def tick(self, worker: Worker | None = None) -> TickOutcome:
+        """Claim at most one due job with ``worker`` (default: the first) and run it.
+
+        Due system jobs (recovery) run first, as they would in production, and do not count:
+        the outcome is that of the one user job run, or nothing-claimed."""
+        chosen = worker or self.worker
+        for _ in range(SYSTEM_RUNS_PER_TICK):
+            outcome, name = await chosen.run_one()
+            if name is None or chosen.system_job(name) is None:
+                return outcome
+        raise HostError(f"system jobs kept running for {SYSTEM_RUNS_PER_TICK} claims in one tick")
+
+    async def advance(self, duration: str | float | timedelta) -> datetime:
+        """Move the clock forward, heartbeating every live worker at each interval crossed."""
+        step = parse_duration(duration, field="duration", allow_zero=True)
+        await self._ensure_started()
+        target = self.clock.now() + step
+        while True:
+            live = [w for w in self.workers if w.registered and not w.killed and not w.paused]
+            due = [w._heartbeat_loop.due for w in live]
+            if not due or min(due) > target:
+                break
+            instant = max(min(due), self.clock.now())
+            self.clock.set(instant)
+            for w in live:
+                if w._heartbeat_loop.due <= instant:
+                    w._heartbeat_loop.due = instant + w.heartbeat
+                    await w.beat()
+        self.clock.set(max(target, self.clock.now()))
+        return self.clock.now()
+
+    async def _ensure_started(self) -> None:
+        for w in self.workers:
+            if not w.killed:
+                await w.ensure_registered()
+
+    async def run_until_idle(
+        self, worker: Worker | None = None, max_ticks: int = DEFAULT_MAX_TICKS
+    ) -> int:
+        """Tick until no user job is ready, leased or due; returns the number of runs.
+
+        Whenever nothing is claimable, time jumps to the next due instant (a retry, a delayed
+        job, or the recovery slot when a dead worker still holds leases).
+        """
+        chosen = worker or self.worker
+        await chosen.ensure_registered()
+        runs = 0
+        for _ in range(max_ticks):
+            outcome = await self.tick(chosen)
+            if outcome is not TickOutcome.NOTHING_CLAIMED:
+                runs += 1
+                continue
+            ns = chosen.namespace_id
+            unfinished, next_due, next_lease = await self.provider.run_async(
+                functools.partial(read.pending_work, ns)
+            )
+            if unfinished == 0:
+                return runs
+            now = self.clock.now()
+            if next_due is not None and next_due > now:
+                target = next_due
+            elif next_due is not None or next_lease is not None:
+                # Due but unclaimable here, or held by a silent worker: recovery must run.
+                any_due = await self.provider.run_async(functools.partial(read.next_due, ns))
+                if any_due is None or any_due <= now:
+                    raise HostError(
+                        f"{unfinished} job(s) are due or leased but worker "
+                        f"{chosen.incarnation} cannot claim them (no handler, or skipped)"
+                    )
+                target = any_due
+            else:
+                return runs  # parked work (suspended, paused) does not move with time alone
+            await self.advance(target - now)
+        raise HostError(f"run_until_idle did not settle within {max_ticks} ticks")
+
+    # -- worker faults --------------------------------------------------------------------
+
+    def kill(self, worker: Worker | None = None) -> None:
+        """The worker's process dies now: it writes nothing more, its leases lapse."""
+        (worker or self.worker).kill()
+
+    def pause(self, worker: Worker | None = None) -> None:
+        """Freeze the worker's heartbeats (SIGSTOP): its runs continue, its leases lapse."""
+        (worker or self.worker).paused = True
+
+    def resume(self, worker: Worker | None = None) -> None:
+        """Let a paused worker heartbeat again (SIGCONT)."""
+        (worker or self.worker).paused = False
+
+    # -- ledger readers -------------------------------------------------------------------
+
+    async def job(self, ref: Any) -> JobInfo:
+        return await self.app.get_async(ref)
+
+    async def jobs(self, **filters: Any) -> list[JobInfo]:
+        return await self.app.jobs_async(**filters)
+
+    async def events(self, ref: Any) -> list[EventInfo]:
+        return await self.app.events_async(ref)
+
+    async def event_names(self, ref: Any) -> list[str]:
+        """The job's timeline as event names, for compact assertions."""
+        return [e.code.label for e in await self.events(ref)]
+
+    async def aclose(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for w in self.workers:
+            w.threads.shutdown(wait=False)
+        self._binding.__exit__(None, None, None)
+
+
+class Portal:
+    """An event loop on its own thread, so sync code can call async code and be called back."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="acta-test-host", daemon=True
+        )
+        self.thread.start()
+
+    def call(self, coro: Coroutine[Any, Any, T]) -> T:
+        if threading.current_thread() is self.thread:
+            coro.close()
+            raise HostError(
+                "the sync test host was called from an async handler; use the async host "
+                "(acta_async_host) when handlers are async and call back into the host"
+            )
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
+        self.loop.close()
+
+
+class Host:
+    """The sync test host: the same operations as AsyncHost, as plain calls."""
+
+    def __init__(
+        self, app: Acta, provider: Provider, clock: ManualClock, **worker_settings: Any
+    ) -> None:
+        self._portal = Portal()
+        self._host = self._portal.call(_make(app, provider, clock, worker_settings))
+        self.app, self.provider, self.clock = app, provider, clock
+
+    @property
+    def worker(self) -> Worker:
+        return self._host.worker
+
+    @property
+    def workers(self) -> list[Worker]:
+        return self._host.workers
+
+    def add_worker(self, **settings: Any) -> Worker:
+        return self._portal.call(self._host.add_worker(**settings))
+
+    def tick(self, worker: Worker | None = None) -> TickOutcome:
+        return self._portal.call(self._host.tick(worker))
+
+    def advance(self, duration: str | float | timedelta) -> datetime:
+        return self._portal.call(self._host.advance(duration))
+
+    def run_until_idle(
+        self, worker: Worker | None = None, max_ticks: int = DEFAULT_MAX_TICKS
+    ) -> int:
+        return self._portal.call(self._host.run_until_idle(worker, max_ticks))
+
+    def kill(self, worker: Worker | None = None) -> None:
+        self._host.kill(worker)
+
+    def pause(self, worker: Worker | None = None) -> None:
+        self._host.pause(worker)
+
+    def resume(self, worker: Worker | None = None) -> None:
+        self._host.resume(worker)
+
+    def job(self, ref: Any) -> JobInfo:
+        return self.app.get(ref)
+
+    def jobs(self, **filters: Any) -> list[JobInfo]:
+        return self.app.jobs(**filters)
+
+    def events(self, ref: Any) -> list[EventInfo]:
+        return self.app.events(ref)
+
+    def event_names(self, ref: Any) -> list[str]:
+        return [e.code.label for e in self.events(ref)]
+
+    def close(self) -> None:
+        self._portal.call(self._host.aclose())
+        self._portal.close()
+
+
+async def _make(
+    app: Acta, provider: Provider, clock: ManualClock, settings: dict[str, Any]
+) -> AsyncHost:
+    return AsyncHost(app, provider, clock, **settings)

@@ -1,0 +1,114 @@
+"""pytest plugin: fixtures for a per-test ledger, a manual clock and the test host.
+
+Registered through the ``pytest11`` entry point. It imports acta lazily, inside fixtures and
+hooks, so installing acta costs test sessions that never use it nothing. A failing test that
+used a host gets an "acta ledger" section in its report with the jobs and their events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from acta.app import Acta
+    from acta.clock import ManualClock
+    from acta.provider.protocol import Provider
+    from acta_testing.host import AsyncHost, Host
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+_HOSTS = pytest.StashKey[list[Any]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("acta")
+    group.addoption(
+        "--acta-provider",
+        default=None,
+        choices=("sqlite", "postgres", "sqlserver"),
+        help="database provider for acta fixtures (default: $ACTA_TEST_PROVIDER or sqlite)",
+    )
+    group.addoption(
+        "--acta-dsn",
+        default=None,
+        help="server DSN for acta fixtures (default: $ACTA_TEST_DSN)",
+    )
+
+
+@pytest.fixture
+def acta_clock() -> ManualClock:
+    """A manual clock at 2026-01-01T00:00:00Z; it moves only when the test moves it."""
+    from acta.clock import ManualClock
+
+    return ManualClock(START)
+
+
+@pytest.fixture
+def acta_provider(
+    request: pytest.FixtureRequest, tmp_path: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Provider]:
+    """A fresh, migrated ledger for this test only."""
+    from acta.provider.sqlite import SqliteProvider
+    from acta_testing.schemas import sqlite_copy
+
+    base = tmp_path_factory.getbasetemp()
+    provider = SqliteProvider(sqlite_copy(base, tmp_path / "ledger.sqlite3"))
+    yield provider
+    provider.close()
+
+
+@pytest.fixture
+def acta_app() -> Acta:
+    """The application under test. Override this fixture to return your own ``Acta``."""
+    from acta.app import Acta
+
+    return Acta()
+
+
+def _remember(request: pytest.FixtureRequest, host: Any) -> None:
+    request.node.stash.setdefault(_HOSTS, []).append(host)
+
+
+@pytest.fixture
+def acta_host(
+    request: pytest.FixtureRequest, acta_app: Acta, acta_provider: Provider, acta_clock: ManualClock
+) -> Iterator[Host]:
+    """The sync test host for ``acta_app`` on a per-test ledger and the manual clock."""
+    from acta_testing.host import Host
+
+    host = Host(acta_app, acta_provider, acta_clock)
+    _remember(request, host)
+    yield host
+    host.close()
+
+
+@pytest.fixture
+def acta_async_host(
+    request: pytest.FixtureRequest, acta_app: Acta, acta_provider: Provider, acta_clock: ManualClock
+) -> Iterator[AsyncHost]:
+    """The async test host; await its methods inside an async test."""
+    from acta_testing.host import AsyncHost
+
+    host = AsyncHost(acta_app, acta_provider, acta_clock)
+    _remember(request, host)
+    yield host
+    host.closed = True
+    host._binding.__exit__(None, None, None)
+    for worker in host.workers:
+        worker.threads.shutdown(wait=False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+    report = yield
+    hosts = item.stash.get(_HOSTS, [])
+    if report.failed and hosts and call.when == "call":
+        from acta_testing.report import ledger_section
+
+        for index, host in enumerate(hosts):
+            title = "acta ledger" if len(hosts) == 1 else f"acta ledger ({index + 1})"
+            report.sections.append((title, ledger_section(host.app)))
+    return report
