@@ -143,6 +143,9 @@ class SqliteProvider:
         if op.fetch == "rowcount":
             count = cur.rowcount
             cur.close()
+            if count < 0:
+                # Python's sqlite3 reports -1 for DML that starts with WITH; ask SQLite itself.
+                count = conn.execute("SELECT changes()").fetchone()[0]
             return count
         names = [d[0] for d in cur.description] if cur.description else []
         timed = [i for i, n in enumerate(names) if n == "at" or n.endswith("_at")]
