@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from acta.clock import Clock, SystemClock
 from acta.codec import DEFAULT_PAYLOAD_CAP
@@ -122,13 +122,6 @@ class Acta(ReadSurface):
 
     # -- declaring jobs -------------------------------------------------------------------
 
-    @overload
-    def job(self, name: str, /, **policy: Any) -> Callable[[F], JobDefinition[Any, Any]]: ...
-    @overload
-    def job(
-        self, name: str, /, *, input: Any = ..., result: Any = ..., **policy: Any
-    ) -> Callable[[F], JobDefinition[Any, Any]]: ...
-
     def job(
         self,
         name: str,
@@ -145,7 +138,7 @@ class Acta(ReadSurface):
         def register(handler: F) -> JobDefinition[Any, Any]:
             if not callable(handler):
                 raise ConfigurationError(f"@job({name!r}) must decorate a function")
-            definition = JobDefinition(
+            definition: JobDefinition[Any, Any] = JobDefinition(
                 self, name, handler, parsed, input_type=input, result_type=result
             )
             return self.add(definition)

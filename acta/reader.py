@@ -33,9 +33,15 @@ class ReadSurface:
     """Reads and operator controls over the ledger."""
 
     namespace: str
-    provider: Provider
-    clock: Clock
     _definitions: dict[str, JobDefinition[Any, Any]]
+
+    if TYPE_CHECKING:
+
+        @property
+        def provider(self) -> Provider: ...
+
+        @property
+        def clock(self) -> Clock: ...
 
     def _run(self, make: Callable[[], Verb[T]]) -> T:
         return self.provider.run(make)

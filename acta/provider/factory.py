@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from acta.errors import ConfigurationError
 from acta.provider.protocol import Provider
@@ -47,7 +47,7 @@ def open_provider(database: str | Path | None, *, schema: str = "acta", **option
                 f"PostgreSQL support needs the postgres extra: pip install 'acta[postgres]' ({exc})"
             ) from exc
         pg_options = {k: v for k, v in options.items() if k not in ("durability",)}
-        return PostgresProvider(target, schema=schema, **pg_options)
+        return cast(Provider, PostgresProvider(target, schema=schema, **pg_options))
     path = sqlite_path(target)
     if path is None:
         raise ConfigurationError(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -274,12 +275,15 @@ async def _invoke(
     if definition is None:  # a system job: ``value`` is its coroutine function
         handler = asyncio.ensure_future(value(worker, ctx))
     else:
-        args = _arguments(definition, value, ctx)
+        args, kwargs = _arguments(definition, value, ctx)
+        target: Callable[..., Any] | None = definition.handler
+        assert target is not None, "handler-less definitions are handed back before this"
         if definition.is_async:
-            handler = asyncio.ensure_future(definition.handler(*args[0], **args[1]))  # type: ignore[misc]
+            handler = asyncio.ensure_future(target(*args, **kwargs))
         else:
-            call = functools.partial(definition.handler, *args[0], **args[1])  # type: ignore[arg-type]
-            handler = loop.run_in_executor(worker.threads, call)
+            handler = loop.run_in_executor(
+                worker.threads, functools.partial(target, *args, **kwargs)
+            )
     racers: set[asyncio.Future[Any]] = {handler, asyncio.ensure_future(run.stopped.wait())}
     timer = None
     if limit is not None:

@@ -55,5 +55,5 @@ async def run_recovery(worker: Worker, ctx: JobContext) -> None:
 def system_jobs(app: Acta) -> dict[str, SystemJob]:
     """The system jobs a worker of ``app`` runs, by name."""
     policy = JobPolicy(max_attempts=1000, priority=SYSTEM_PRIORITY, audit=AuditLevel.FAILURES)
-    recovery = JobDefinition(app, RECOVERY_JOB, None, policy, system=True)
+    recovery: JobDefinition[Any, Any] = JobDefinition(app, RECOVERY_JOB, None, policy, system=True)
     return {RECOVERY_JOB: SystemJob(recovery, run_recovery, lambda worker: worker.heartbeat)}

@@ -1,0 +1,1 @@
+"""anvil: the load-and-failure lab (benchmarks and process chaos drivers)."""

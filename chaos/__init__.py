@@ -1,0 +1,1 @@
+"""Real processes, real time: kill workers and prove from the ledger that nothing broke."""

@@ -1,0 +1,1 @@
+"""Conformance specs: each behaviour written once and run on every provider."""

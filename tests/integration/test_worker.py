@@ -1,0 +1,159 @@
+"""The production worker loop (serve), driven on the manual clock: no real waiting."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+
+import pytest
+
+from acta import Acta, EventCode, JobContext, JobStatus, Outcome, Reason, WorkerStatus
+from acta.clock import ManualClock
+from acta.provider.protocol import Provider
+
+
+@pytest.fixture
+def app(acta_app: Acta, acta_provider: Provider, acta_clock: ManualClock) -> Iterator[Acta]:
+    with acta_app.bound(acta_provider, acta_clock):
+        yield acta_app
+
+
+async def _until(predicate: Callable[[], Awaitable[bool]], clock: ManualClock) -> None:
+    """Yield to the loop until ``predicate()`` holds (bounded; no wall-clock sleeping)."""
+    for _ in range(10_000):
+        if await predicate():
+            return
+        await _yield()
+    raise AssertionError("condition never held")
+
+
+async def _yield() -> None:
+    # A future resolved on the next loop iteration: lets other tasks run without a timer.
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+    loop.call_soon(done.set_result, None)
+    await done
+
+
+async def test_serve_drains_with_bounded_concurrency(app: Acta, acta_clock: ManualClock) -> None:
+    running = 0
+    peak = 0
+    release = asyncio.Event()
+
+    @app.job("resize-image")
+    async def resize(n: int) -> int:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await release.wait()
+        running -= 1
+        return n * 2
+
+    refs = await app.enqueue_batch_async([resize.request(i) for i in range(20)])
+    worker = app.worker(executors=4, clock=acta_clock)
+    stopping = asyncio.Event()
+    serving = asyncio.create_task(worker.serve(stopping))
+
+    async def four_running() -> bool:
+        return running == 4
+
+    await _until(four_running, acta_clock)
+    for _ in range(100):  # give the worker every chance to overshoot its executors
+        await _yield()
+    assert running == 4
+    release.set()
+
+    async def all_done() -> bool:
+        jobs = await app.jobs_async(limit=100)
+        return sum(j.status is JobStatus.SUCCEEDED for j in jobs) == 20
+
+    await _until(all_done, acta_clock)
+    stopping.set()
+    await serving
+    assert peak == 4
+    assert [await app.result_async(r) for r in refs] == [i * 2 for i in range(20)]
+    [info] = app.workers()
+    assert info.status is WorkerStatus.STOPPED
+
+
+async def test_sync_handlers_run_in_threads(app: Acta, acta_clock: ManualClock) -> None:
+    threads: set[str] = set()
+    gate = threading.Barrier(3, timeout=10)
+
+    @app.job("crunch")
+    def crunch(n: int) -> None:
+        threads.add(threading.current_thread().name)
+        gate.wait()  # three runs at once prove they are on three threads
+
+    await app.enqueue_batch_async([crunch.request(i) for i in range(3)])
+    worker = app.worker(executors=3, clock=acta_clock)
+    stopping = asyncio.Event()
+    serving = asyncio.create_task(worker.serve(stopping))
+
+    async def done() -> bool:
+        jobs = await app.jobs_async()
+        return all(j.status is JobStatus.SUCCEEDED for j in jobs)
+
+    await _until(done, acta_clock)
+    stopping.set()
+    await serving
+    assert len(threads) == 3 and all(t.startswith("acta-handler") for t in threads)
+
+
+async def test_shutdown_hands_back_unfinished_runs(app: Acta, acta_clock: ManualClock) -> None:
+    started = asyncio.Event()
+
+    @app.job("long-import")
+    async def long_import(ctx: JobContext) -> None:
+        started.set()
+        await ctx.cancellation.wait_async()
+
+    ref = await long_import.enqueue_async()
+    worker = app.worker(executors=1, clock=acta_clock, shutdown_grace="30s")
+    stopping = asyncio.Event()
+    serving = asyncio.create_task(worker.serve(stopping))
+    await started.wait()
+    stopping.set()
+    for _ in range(50):
+        await _yield()
+    assert not serving.done()  # still inside the grace period
+    acta_clock.advance(31)
+    await serving
+
+    job = await app.get_async(ref)
+    assert job.status is JobStatus.READY and job.attempts == 0  # no attempt spent
+    events = await app.events_async(ref)
+    finished = [e for e in events if e.code is EventCode.EXECUTION_FINISHED]
+    assert finished[-1].outcome is Outcome.INTERRUPTED and finished[-1].reason is Reason.SHUTDOWN
+    assert events[-1].code is EventCode.HANDED_BACK
+
+
+async def test_worker_without_the_handler_hands_back_and_skips(
+    acta_provider: Provider, acta_clock: ManualClock
+) -> None:
+    old_build, new_build = Acta(), Acta()
+
+    @old_build.job("legacy-report")
+    def legacy() -> str:
+        return "old build ran it"
+
+    @new_build.job("fresh-report")
+    def fresh() -> str:
+        return "new build ran it"
+
+    with old_build.bound(acta_provider, acta_clock):
+        ref = await legacy.enqueue_async()
+    with new_build.bound(acta_provider, acta_clock):
+        worker = new_build.worker(clock=acta_clock)
+        outcome, name = await worker.run_one()
+        assert (outcome, name) == ("rearmed", "legacy-report")
+        assert (await worker.run_one())[0] == "nothing-claimed"  # it no longer claims it
+        job = await new_build.get_async(ref)
+        assert job.status is JobStatus.READY and job.attempts == 0 and job.executions == 0
+        events = await new_build.events_async(ref)
+        assert events[-1].code is EventCode.HANDED_BACK and events[-1].reason is Reason.NO_HANDLER
+    with old_build.bound(acta_provider, acta_clock):
+        outcome, _ = await old_build.worker(clock=acta_clock).run_one()
+        assert outcome == "completed"
+        assert await old_build.result_async(ref) == "old build ran it"

@@ -1,0 +1,58 @@
+"""House rules that a reviewer should not have to check by eye."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("acta", "acta_testing", "anvil", "chaos")
+
+WALL_CLOCK = re.compile(
+    r"time\.time\(|time\.time_ns\(|time\.monotonic\(|time\.perf_counter\(|"
+    r"datetime\.(?:now|utcnow|today)\(|date\.today\(|time\.sleep\(|asyncio\.sleep\("
+)
+
+
+def _sources(*packages: str) -> list[Path]:
+    return sorted(
+        p for pkg in packages for p in (ROOT / pkg).rglob("*.py") if (ROOT / pkg).exists()
+    )
+
+
+def test_only_the_clock_module_reads_wall_time_or_sleeps() -> None:
+    offenders = []
+    for path in _sources("acta", "acta_testing"):
+        if path == ROOT / "acta" / "clock.py":
+            continue
+        for number, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if WALL_CLOCK.search(code):
+                offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert offenders == []
+
+
+def test_the_grep_catches_what_it_should() -> None:
+    assert WALL_CLOCK.search("x = datetime.now(UTC)")
+    assert WALL_CLOCK.search("await asyncio.sleep(1)")
+    assert not WALL_CLOCK.search("clock.now()")
+
+
+def test_no_source_file_over_600_lines() -> None:
+    too_long = []
+    for path in _sources(*PACKAGES):
+        if "migrations" in path.parts:
+            continue
+        count = len(path.read_text("utf-8").splitlines())
+        if count > 600:
+            too_long.append(f"{path.relative_to(ROOT)}: {count} lines")
+    assert too_long == []
+
+
+def test_every_module_has_a_docstring() -> None:
+    missing = []
+    for path in _sources("acta", "acta_testing"):
+        text = path.read_text("utf-8").lstrip()
+        if text and not text.startswith(('"""', "'''")):
+            missing.append(str(path.relative_to(ROOT)))
+    assert missing == []
