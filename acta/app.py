@@ -26,6 +26,7 @@ from acta.provider.factory import open_provider
 from acta.provider.protocol import Provider
 from acta.reader import ReadSurface
 from acta.request import JobRequest
+from acta.runtime.bell import ProcessBell
 
 if TYPE_CHECKING:
     from acta.runtime.worker import Worker
@@ -67,6 +68,7 @@ class Acta(ReadSurface):
         self._definitions: dict[str, JobDefinition[Any, Any]] = {}
         # (namespace id, definition ids) once our own committed transaction has seen them.
         self._known: tuple[int, dict[str, int]] | None = None
+        self.bell = ProcessBell()
 
     # -- configuration --------------------------------------------------------------------
 
@@ -276,6 +278,8 @@ class Acta(ReadSurface):
         if own_tx:
             # Committed by us, so these ids exist; later enqueues skip the catalog upserts.
             self._known = (known[0], dict(known[1]))
+            if any(d.created for d in written):
+                self.bell.ring_all()  # wake this process's idle workers now, not at next poll
         return [JobRef.parse(d.job_ref) for d in written]
 
     # -- workers --------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from acta.ledger.claim import claim
 from acta.ledger.worker import RECOVERY_JOB, heartbeat, register, stop
 from acta.model.rows import Heartbeat, NewJob, WorkerSpec
 from acta.provider.verb import Verb
+from acta.runtime.bell import Bell
 from acta.runtime.executor import Run, Stop, TickOutcome, execute
 from acta.runtime.scheduler import Scheduler
 from acta.runtime.system_jobs import SystemJob, system_jobs
@@ -98,6 +99,7 @@ class Worker:
         self.namespace_id = 0
         self.recovery_job_id = 0
         self._system = system_jobs(app)
+        self.bells: list[Bell] = []
         self.scheduler = Scheduler(self.clock)
         self._heartbeat_loop = self.scheduler.add("heartbeat", self._heartbeat_step)
         self._claim_loop = self.scheduler.add("claim", self._claim_step)
@@ -257,12 +259,21 @@ class Worker:
     async def serve(self, stopping: asyncio.Event) -> None:
         """Run until ``stopping`` is set, then shut down gracefully."""
         await self.ensure_registered()
-        stopper = asyncio.ensure_future(self._ring_on(stopping))
+        helpers = [asyncio.ensure_future(self._ring_on(stopping))]
+        token = self.app.bell.subscribe(self.wake)
+        for bell in self.bells:
+            helpers.append(asyncio.ensure_future(bell.run(self.wake)))
         try:
             await self.scheduler.run_until(stopping)
         finally:
-            stopper.cancel()
+            self.app.bell.unsubscribe(token)
+            for helper in helpers:
+                helper.cancel()
         await self.shutdown()
+
+    def wake(self) -> None:
+        """Work may be waiting: claim now instead of at the next poll (call on the loop)."""
+        self.scheduler.ring(self._claim_loop)
 
     async def _ring_on(self, event: asyncio.Event) -> None:
         await event.wait()

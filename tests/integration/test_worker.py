@@ -157,3 +157,23 @@ async def test_worker_without_the_handler_hands_back_and_skips(
         outcome, _ = await old_build.worker(clock=acta_clock).run_one()
         assert outcome == "completed"
         assert await old_build.result_async(ref) == "old build ran it"
+
+
+async def test_enqueue_in_process_wakes_an_idle_worker(app: Acta, acta_clock: ManualClock) -> None:
+    @app.job("ping")
+    async def ping() -> str:
+        return "pong"
+
+    worker = app.worker(clock=acta_clock, poll="10m")
+    stopping = asyncio.Event()
+    serving = asyncio.create_task(worker.serve(stopping))
+    for _ in range(50):  # let it register, find nothing, and go idle until its next poll
+        await _yield()
+    ref = await ping.enqueue_async()
+
+    async def done() -> bool:
+        return (await app.get_async(ref)).status is JobStatus.SUCCEEDED
+
+    await _until(done, acta_clock)  # the clock never moved: the bell, not the poll, woke it
+    stopping.set()
+    await serving
