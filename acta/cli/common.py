@@ -21,7 +21,7 @@ from pathlib import Path
 
 from acta.app import Acta
 from acta.duration import parse_duration
-from acta.errors import SchemaError, ValidationError
+from acta.errors import ActaError, SchemaError, ValidationError
 from acta.provider.factory import resolve_database, sqlite_path
 
 EXIT_OK = 0
@@ -107,10 +107,6 @@ class Ledger:
     owned: bool
     """True when the CLI imported ``app`` itself and must close it when done."""
 
-    @property
-    def target(self) -> str:
-        return resolve_database(self.database)
-
 
 def resolve_ledger(args: argparse.Namespace, host_app: Acta | None) -> Ledger:
     """``--app`` wins, then an explicit ``--database``, then the host's app, then defaults."""
@@ -124,7 +120,7 @@ def resolve_ledger(args: argparse.Namespace, host_app: Acta | None) -> Ledger:
     return Ledger(resolve_database(args.database), args.schema or "acta", None, owned=True)
 
 
-def require_ledger_file(database: str | Path | None) -> None:
+def require_ledger_file(database: str | Path | None, schema: str = "acta") -> None:
     """Refuse to read a SQLite ledger that does not exist.
 
     Opening it would silently create an empty file next to the user's work; saying that
@@ -133,9 +129,12 @@ def require_ledger_file(database: str | Path | None) -> None:
     target = resolve_database(database)
     path = sqlite_path(target)
     if path is not None and not Path(path).exists():
+        fix = f"acta schema apply --database {path}"
+        if schema != "acta":
+            fix += f" --schema {schema}"
         raise SchemaError(
             f"there is no acta ledger at sqlite file {path}: the file does not exist. "
-            f"Create it with `acta schema apply --database {path}`."
+            f"Create it with `{fix}`."
         )
 
 
@@ -146,7 +145,7 @@ def open_reader(ledger: Ledger, namespace: str | None = None) -> Iterator[Acta]:
     It deliberately declares no jobs: results and inputs then come back as plain data, which
     is what a terminal or ``--json`` wants, whatever types the application decodes them into.
     """
-    require_ledger_file(ledger.database)
+    require_ledger_file(ledger.database, ledger.schema)
     app = ledger.app
     if app is None:
         reader = Acta(ledger.database, namespace=namespace or "default", schema=ledger.schema)
@@ -194,11 +193,9 @@ def load_app(spec: str) -> Acta:
                 "the folder that contains it, or make it importable (pip install -e .)"
             ) from None
         raise _import_failure(spec, exc) from None
+    except ActaError:
+        raise  # acta's own message (a bad job name, a bad policy) says it best
     except Exception as exc:
-        from acta.errors import ActaError
-
-        if isinstance(exc, ActaError):
-            raise  # acta's own message (a bad job name, a bad policy) says it best
         raise _import_failure(spec, exc) from None
     found: object = module
     walked = module_name
@@ -206,7 +203,7 @@ def load_app(spec: str) -> Acta:
         if not hasattr(found, part):
             raise UsageError(f"--app {spec}: {walked!r} has no attribute {part!r}")
         found = getattr(found, part)
-        walked = f"{walked}:{part}" if walked == module_name else f"{walked}.{part}"
+        walked += (":" if walked == module_name else ".") + part
     if not isinstance(found, Acta):
         raise UsageError(
             f"--app {spec}: that is a {type(found).__name__}, not an acta.Acta application"

@@ -1,0 +1,157 @@
+"""``acta jobs``: look at jobs from a terminal: list them, show one, read its timeline.
+
+Everything goes through the application's read surface (``Acta.jobs``/``get``/``events``/
+``result``), so the CLI sees exactly what application code sees, on any provider. Each
+command prints aligned text, or JSON with ``--json`` for scripts.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from acta.app import Acta
+from acta.cli import render
+from acta.cli.common import EXIT_OK, HANDLER, add_ledger_options, open_reader, resolve_ledger
+from acta.errors import InputDecodeError
+from acta.ids import JobRef
+from acta.model.codes import JobStatus
+
+STATUS_NAMES = [status.label for status in JobStatus]
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``jobs list|show|events`` to a subcommand set."""
+    jobs = commands.add_parser(
+        "jobs",
+        help="list jobs, show one, read its event timeline",
+        description="Read jobs from the ledger.",
+    )
+    sub = jobs.add_subparsers(title="commands", metavar="COMMAND", required=True)
+
+    listing = sub.add_parser(
+        "list",
+        help="jobs newest first",
+        description="List jobs, newest first. System jobs (sys.*) are left out unless asked.",
+    )
+    add_ledger_options(listing)
+    listing.add_argument(
+        "--status",
+        choices=STATUS_NAMES,
+        metavar="STATUS",
+        help=f"only jobs in this status: {', '.join(STATUS_NAMES)}",
+    )
+    listing.add_argument("--name", help="only jobs of this job name, e.g. billing.charge-card")
+    listing.add_argument(
+        "--limit",
+        type=int,
+        default=50,
+        metavar="N",
+        help="at most this many jobs, 1-1000 (default 50)",
+    )
+    listing.add_argument(
+        "--namespace",
+        default=None,
+        metavar="NAME",
+        help="namespace to list (default: the app's, else default)",
+    )
+    listing.add_argument(
+        "--all-namespaces", action="store_true", help="list every namespace in the ledger"
+    )
+    listing.add_argument(
+        "--include-system", action="store_true", help="include acta's own sys.* jobs"
+    )
+    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    listing.set_defaults(**{HANDLER: list_command})
+
+    show = sub.add_parser(
+        "show",
+        help="one job: status, counters, input, result, last error",
+        description="Show one job by its ref (job_...).",
+    )
+    show.add_argument("ref", metavar="REF", help="the job's ref, e.g. job_06f0...")
+    add_ledger_options(show)
+    show.add_argument("--json", action="store_true", help="print JSON")
+    show.set_defaults(**{HANDLER: show_command})
+
+    events = sub.add_parser(
+        "events",
+        help="one job's event timeline, oldest first",
+        description="Print a job's events: runs, outcomes, reasons, retries, workers.",
+    )
+    events.add_argument("ref", metavar="REF", help="the job's ref, e.g. job_06f0...")
+    add_ledger_options(events)
+    events.add_argument("--json", action="store_true", help="print JSON")
+    events.set_defaults(**{HANDLER: events_command})
+
+
+def _ref(text: str) -> str:
+    # Parse before touching the database, so a mistyped ref is a usage error (exit 2) even
+    # when the ledger is missing, and look-alike characters are read the forgiving way.
+    return str(JobRef.parse(text))
+
+
+def list_command(args: argparse.Namespace, host_app: Acta | None) -> int:
+    ledger = resolve_ledger(args, host_app)
+    with open_reader(ledger, args.namespace) as reader:
+        found = reader.jobs(
+            status=args.status,
+            name=args.name,
+            limit=args.limit,
+            include_system=args.include_system,
+            all_namespaces=args.all_namespaces,
+        )
+        namespace = reader.namespace
+    if args.json:
+        print(render.dump([render.job_data(info) for info in found]))
+    elif not found:
+        scope = "in any namespace" if args.all_namespaces else f"in namespace {namespace!r}"
+        print(f"no jobs {scope} match")
+    else:
+        print(render.jobs_table(found, namespaces=args.all_namespaces))
+    return EXIT_OK
+
+
+def show_command(args: argparse.Namespace, host_app: Acta | None) -> int:
+    ref = _ref(args.ref)
+    ledger = resolve_ledger(args, host_app)
+    with open_reader(ledger) as reader:
+        info = reader.get(ref)
+        events = reader.events(ref)
+        result_value = _result(reader, ref) if info.status is JobStatus.SUCCEEDED else None
+    input_value = render.payload(info.input_codec, info.input)
+    error = render.last_error(events)
+    if args.json:
+        data = render.job_data(info)
+        data["input"] = input_value
+        data["result"] = result_value
+        data["last_error"] = None if error is None else render.event_data(error)
+        print(render.dump(data))
+        return EXIT_OK
+    pairs = render.job_details(info, input=input_value, result=result_value, error=error)
+    print(render.labelled(info.job_ref, pairs))
+    return EXIT_OK
+
+
+def events_command(args: argparse.Namespace, host_app: Acta | None) -> int:
+    ref = _ref(args.ref)
+    ledger = resolve_ledger(args, host_app)
+    with open_reader(ledger) as reader:
+        info = reader.get(ref)
+        events = reader.events(ref)
+    if args.json:
+        print(render.dump([render.event_data(event) for event in events]))
+        return EXIT_OK
+    print(f"{info.job_ref}  {info.name}  {info.status.label}")
+    print(render.timeline(events))
+    return EXIT_OK
+
+
+def _result(reader: Acta, ref: str) -> Any:
+    # The reader declares no jobs, so a result comes back as plain data; only a user codec
+    # this process has not registered can stop it from decoding, and that should not hide
+    # the rest of the job.
+    try:
+        return render.plain(reader.result(ref))
+    except InputDecodeError as exc:
+        return {"undecodable": True, "problem": str(exc)}
