@@ -21,7 +21,7 @@ from acta.ids import JobRef
 from acta.job import JobDefinition, JobPolicy
 from acta.ledger import enqueue as enqueue_verbs
 from acta.model.rows import NewJob
-from acta.names import validate_job_name, validate_namespace
+from acta.names import validate_job_name, validate_namespace, validate_schema_name
 from acta.provider.factory import open_provider
 from acta.provider.protocol import Provider
 from acta.reader import ReadSurface
@@ -54,7 +54,7 @@ class Acta(ReadSurface):
         **provider_options: Any,
     ) -> None:
         self.namespace = validate_namespace(namespace)
-        self.schema = schema
+        self.schema = validate_schema_name(schema)
         self.database = database
         self.apply_migrations = apply_migrations
         if isinstance(payload_cap, bool) or not isinstance(payload_cap, int) or payload_cap < 1:
@@ -160,7 +160,9 @@ class Acta(ReadSurface):
     def add(self, definition: JobDefinition[Any, Any]) -> JobDefinition[Any, Any]:
         """Register a definition object (system jobs use this)."""
         existing = self._definitions.get(definition.name)
-        if existing is not None and existing.handler is not definition.handler:
+        # Only the very same object may be added again: a second declaration, even of the same
+        # handler or of two handler-less definitions, would silently replace types and policy.
+        if existing is not None and existing is not definition:
             raise ConfigurationError(f"job {definition.name!r} is declared twice")
         self._definitions[definition.name] = definition
         return definition
@@ -181,6 +183,12 @@ class Acta(ReadSurface):
             raise UnknownJobError(
                 f"job {name!r} is not declared in this application (declared: {known}); "
                 "declare it with @app.job or app.define"
+            )
+        if isinstance(job, JobDefinition) and job is not found:
+            # Same name, other declaration: its input type and policy are not the ones here.
+            raise UnknownJobError(
+                f"job {name!r} was passed as a definition of another application; pass this "
+                "application's definition or the name"
             )
         return found
 

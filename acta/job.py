@@ -20,7 +20,7 @@ from acta.backoff import DEFAULT_BACKOFF, Backoff
 from acta.codec import Codec
 from acta.context import JobContext
 from acta.duration import format_duration, parse_duration
-from acta.errors import ConfigurationError, InvalidPolicyError
+from acta.errors import ConfigurationError, InvalidPolicyError, ValidationError
 from acta.model.codes import AuditLevel
 from acta.model.rows import DefinitionSpec
 from acta.names import validate_job_name
@@ -68,7 +68,7 @@ class JobPolicy:
         if not 1 <= max_attempts <= MAX_ATTEMPTS_LIMIT:
             raise InvalidPolicyError("max_attempts", f"got {max_attempts}", "an int from 1 to 1000")
         parsed_backoff = backoff if isinstance(backoff, Backoff) else Backoff.parse(backoff)
-        parsed_timeout = None if timeout is None else parse_duration(timeout, field="timeout")
+        parsed_timeout = None if timeout is None else _timeout(timeout)
         return cls(
             max_attempts=max_attempts,
             backoff=parsed_backoff,
@@ -89,6 +89,13 @@ def validate_priority(priority: object, field: str = "priority") -> int:
             field, f"got {priority!r}", "an int from -100 to 100, higher first"
         )
     return priority
+
+
+def _timeout(value: str | float | timedelta) -> timedelta:
+    try:
+        return parse_duration(value, field="timeout")
+    except ValidationError as exc:  # a policy error, like every other policy argument
+        raise InvalidPolicyError(exc.field, exc.problem, exc.rule) from None
 
 
 def _audit(value: str | AuditLevel) -> AuditLevel:

@@ -53,12 +53,12 @@ class ReadSurface:
 
     def get(self, ref: JobRef | str) -> JobInfo:
         """The job with this ref; raises JobNotFoundError."""
-        key = str(JobRef.coerce(ref))
-        return _found(self._run(lambda: read.job(key)), key)
+        key, ns = str(JobRef.coerce(ref)), self.namespace
+        return _found(self._run(lambda: read.job(key, ns)), key, ns)
 
     async def get_async(self, ref: JobRef | str) -> JobInfo:
-        key = str(JobRef.coerce(ref))
-        return _found(await self._run_async(lambda: read.job(key)), key)
+        key, ns = str(JobRef.coerce(ref)), self.namespace
+        return _found(await self._run_async(lambda: read.job(key, ns)), key, ns)
 
     def jobs(
         self,
@@ -147,16 +147,14 @@ class ReadSurface:
     def cancel(self, ref: JobRef | str, reason: str = "cancelled by an operator") -> JobStatus:
         """Cancel a job. A waiting job is cancelled now; a running one is asked to stop and is
         cancelled when its run ends. Returns the status after the call."""
-        key = str(JobRef.coerce(ref))
-        now = self.clock.sql_now()
-        return self._run(lambda: cancel(key, reason, now))
+        key, ns, now = str(JobRef.coerce(ref)), self.namespace, self.clock.sql_now()
+        return self._run(lambda: cancel(key, ns, reason, now))
 
     async def cancel_async(
         self, ref: JobRef | str, reason: str = "cancelled by an operator"
     ) -> JobStatus:
-        key = str(JobRef.coerce(ref))
-        now = self.clock.sql_now()
-        return await self._run_async(lambda: cancel(key, reason, now))
+        key, ns, now = str(JobRef.coerce(ref)), self.namespace, self.clock.sql_now()
+        return await self._run_async(lambda: cancel(key, ns, reason, now))
 
 
 def parse_status(status: JobStatus | str | None) -> JobStatus | None:
@@ -170,7 +168,7 @@ def parse_status(status: JobStatus | str | None) -> JobStatus | None:
     raise ValidationError("status", f"got {status!r}", f"one of {names}")
 
 
-def _found(info: JobInfo | None, ref: str) -> JobInfo:
+def _found(info: JobInfo | None, ref: str, namespace: str) -> JobInfo:
     if info is None:
-        raise JobNotFoundError(f"no job {ref} in this ledger")
+        raise JobNotFoundError(f"no job {ref} in namespace {namespace!r}")
     return info

@@ -23,7 +23,7 @@ from acta.shape import to_data
 if TYPE_CHECKING:
     from acta.job import JobDefinition
 
-MAX_DELAY = timedelta(days=3650)
+_MS = timedelta(milliseconds=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,15 +59,14 @@ class JobRequest:
         run_at: datetime | None = None
         wait = timedelta(0)
         if delay is not None:
-            wait = parse_duration(delay, field="delay", allow_zero=True)
-            if wait > MAX_DELAY:
-                raise ValidationError("delay", f"{wait} is too far ahead", "at most 3650 days")
+            # parse_duration caps durations at 365 days, which bounds delays too.
+            wait = _ceil_ms(parse_duration(delay, field="delay", allow_zero=True))
         if not_before is not None:
             if not isinstance(not_before, datetime) or not_before.tzinfo is None:
                 raise ValidationError(
                     "not_before", f"got {not_before!r}", "a timezone-aware datetime"
                 )
-            run_at = not_before
+            run_at = _ceil_instant(not_before)
         return cls(
             definition=definition,
             payload=encode_input(definition, input),
@@ -84,6 +83,15 @@ class JobRequest:
             ),
             tags=validate_tags(tags),
         )
+
+
+def _ceil_ms(wait: timedelta) -> timedelta:
+    """Round up to a whole millisecond, the ledger's precision: never due earlier than asked."""
+    return -(-wait // _MS) * _MS
+
+
+def _ceil_instant(when: datetime) -> datetime:
+    return when + timedelta(microseconds=-when.microsecond % 1000)
 
 
 def encode_input(definition: JobDefinition[Any, Any], value: object) -> bytes:

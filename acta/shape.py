@@ -328,12 +328,11 @@ def _prim(value: object, plan: _Plan, path: str, depth: int, way: _Way) -> objec
     elif want is float and isinstance(value, int | float):
         if isinstance(value, float) and not math.isfinite(value):
             raise way.fail(path, f"number {value!r} is not finite", "JSON has no NaN/Infinity")
-        if way.out:
-            return value if type(value) in (int, float) else float(value)
-        try:
-            return float(value)
-        except OverflowError:
-            raise way.fail(path, "integer is too large for a float") from None
+        if type(value) in (int, float):
+            # An int where float is declared stays an int both ways (the numeric tower), so a
+            # big integer round-trips exactly instead of losing precision in a float.
+            return value
+        return float(value)
     elif want is str and isinstance(value, str):
         return value if type(value) is str else str.__str__(value)
     raise way.wrong(value, plan, path)

@@ -184,6 +184,9 @@ class AsyncHost:
         for w in self.workers:
             w.threads.shutdown(wait=False)
         self._binding.__exit__(None, None, None)
+        # Server providers keep an async pool on this loop; release it while the loop still
+        # runs (the provider reopens lazily if the ledger is used again).
+        await self.provider.aclose()
 
 
 class Portal:

@@ -7,6 +7,7 @@ used a host gets an "acta ledger" section in its report with the jobs and their 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -18,9 +19,12 @@ if TYPE_CHECKING:
     from acta.clock import ManualClock
     from acta.provider.protocol import Provider
     from acta_testing.host import AsyncHost, Host
+    from acta_testing.schemas import PostgresSchemas
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 _HOSTS = pytest.StashKey[list[Any]]()
+PROVIDERS = ("sqlite", "postgres", "sqlserver")
+DEFAULT_POSTGRES_DSN = "postgresql://postgres@127.0.0.1:5432/test"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -28,7 +32,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--acta-provider",
         default=None,
-        choices=("sqlite", "postgres", "sqlserver"),
+        choices=PROVIDERS,
         help="database provider for acta fixtures (default: $ACTA_TEST_PROVIDER or sqlite)",
     )
     group.addoption(
@@ -46,11 +50,57 @@ def acta_clock() -> ManualClock:
     return ManualClock(START)
 
 
+def _chosen_provider(config: pytest.Config) -> str:
+    name = config.getoption("acta_provider") or os.environ.get("ACTA_TEST_PROVIDER") or "sqlite"
+    if name not in PROVIDERS:
+        raise pytest.UsageError(
+            f"acta provider {name!r} is not one of {', '.join(PROVIDERS)} (ACTA_TEST_PROVIDER)"
+        )
+    return str(name)
+
+
+def _skip_or_fail(reason: str) -> None:
+    """Skip on a developer machine; in CI a database that should be there and is not fails."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{reason} (CI=true: a skipped database is a failure)", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def _acta_postgres_schemas(request: pytest.FixtureRequest) -> Iterator[PostgresSchemas]:
+    """This test process's pool of migrated PostgreSQL schemas (see acta_testing.schemas)."""
+    from acta_testing.schemas import PostgresSchemas, PostgresUnavailable
+
+    dsn = (
+        request.config.getoption("acta_dsn")
+        or os.environ.get("ACTA_TEST_DSN")
+        or DEFAULT_POSTGRES_DSN
+    )
+    try:
+        schemas = PostgresSchemas(dsn, os.environ.get("PYTEST_XDIST_WORKER", "main"))
+    except PostgresUnavailable as exc:
+        _skip_or_fail(str(exc))
+    yield schemas
+    problems = schemas.finish()
+    if problems:
+        pytest.fail("acta test schemas: " + "; ".join(problems), pytrace=False)
+
+
 @pytest.fixture
 def acta_provider(
     request: pytest.FixtureRequest, tmp_path: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Provider]:
-    """A fresh, migrated ledger for this test only."""
+    """A fresh, migrated ledger for this test only, on the provider chosen with
+    ``--acta-provider`` / ``$ACTA_TEST_PROVIDER`` (sqlite by default) and, for servers,
+    ``--acta-dsn`` / ``$ACTA_TEST_DSN``."""
+    chosen = _chosen_provider(request.config)
+    if chosen == "sqlserver":
+        pytest.skip("the SQL Server provider is not implemented yet")
+    if chosen == "postgres":
+        schemas: PostgresSchemas = request.getfixturevalue("_acta_postgres_schemas")
+        with schemas.provider(max_connections=4) as pg:
+            yield pg
+        return
     from acta.provider.sqlite import SqliteProvider
     from acta_testing.schemas import sqlite_copy
 

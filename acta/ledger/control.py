@@ -32,12 +32,14 @@ def check_reason(reason: str) -> str:
     return reason
 
 
-def cancel(job_ref: str, reason: str, now: datetime | None) -> Verb[JobStatus]:
+def cancel(
+    job_ref: str, namespace: str | None, reason: str, now: datetime | None
+) -> Verb[JobStatus]:
     """Cancel a waiting job at once, or flag a running one; returns the resulting status."""
     check_reason(reason)
-    info = yield from read.job(job_ref)
+    info = yield from read.job(job_ref, namespace)
     if info is None:
-        raise JobNotFoundError(f"no job {job_ref} in this ledger")
+        raise JobNotFoundError(f"no job {job_ref} in namespace {namespace!r}")
     if info.status.terminal:
         return info.status
     if info.status in (JobStatus.DISPATCHED, JobStatus.EXECUTING):
@@ -67,5 +69,5 @@ def cancel(job_ref: str, reason: str, now: datetime | None) -> Verb[JobStatus]:
     )
     if (yield from apply_transition(plan, now)) is not None:
         return JobStatus.CANCELLED
-    again = yield from read.job(job_ref)
+    again = yield from read.job(job_ref, namespace)
     return JobStatus.CANCELLED if again is None else again.status

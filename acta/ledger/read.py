@@ -39,8 +39,9 @@ def _job(row: dict[str, Any]) -> JobInfo:
     )
 
 
-def job(job_ref: str) -> Verb[JobInfo | None]:
-    row = yield fetch_one("job_by_ref", {"job_ref": job_ref})
+def job(job_ref: str, namespace: str | None) -> Verb[JobInfo | None]:
+    """The job with this ref in ``namespace`` (None: in any namespace, for operators)."""
+    row = yield fetch_one("job_by_ref", {"job_ref": job_ref, "namespace": namespace})
     return None if row is None else _job(row)
 
 

@@ -208,6 +208,7 @@ async def execute(worker: Worker, run: Run) -> TickOutcome:
             message=f"the return value cannot be stored: {exc}",
             duration_ms=elapsed(),
             rng=worker.rng,
+            final=True,  # the same code returns the same value: retrying cannot help
         )
         return await _settle(worker, run, plan, _retry_or_fail(plan))
     plan = settler.succeeded(job, execution, worker.worker_id, policy, elapsed(), result)
@@ -285,17 +286,19 @@ async def _invoke(
                 worker.threads, functools.partial(target, *args, **kwargs)
             )
     racers: set[asyncio.Future[Any]] = {handler, asyncio.ensure_future(run.stopped.wait())}
-    timer = None
-    if limit is not None:
-        timer = asyncio.ensure_future(worker.clock.sleep_until(worker.clock.now() + limit))
-        racers.add(timer)
+    deadline = None if limit is None else worker.clock.now() + limit
+    if deadline is not None:
+        racers.add(asyncio.ensure_future(worker.clock.sleep_until(deadline)))
     try:
         done, _ = await asyncio.wait(racers, return_when=asyncio.FIRST_COMPLETED)
     finally:
         for racer in racers:
             if racer is not handler:
                 racer.cancel()
-    if handler in done and run.stop_reason is None:
+    # The clock decides a timeout, not the order in which the racers' callbacks happened to
+    # run: a handler that returns at or after its deadline timed out; its late value is dropped.
+    in_time = deadline is None or worker.clock.now() < deadline
+    if handler in done and run.stop_reason is None and in_time:
         return handler.result()
     reason = run.stop_reason or Stop.TIMEOUT
     run.cancellation.cancel(reason.value)

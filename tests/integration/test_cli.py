@@ -321,7 +321,7 @@ def test_bad_and_unknown_refs(filled: Filled, capsys: pytest.CaptureFixture[str]
     assert capsys.readouterr().err.startswith("error: job ref:")
     unknown = "job_" + "0" * 26
     assert main(["jobs", "show", unknown, *db]) == 1
-    assert capsys.readouterr().err.strip() == f"error: no job {unknown} in this ledger"
+    assert capsys.readouterr().err.strip() == f"error: no job {unknown} in namespace 'default'"
     assert main(["jobs", "events", unknown, *db]) == 1
     assert "no job" in capsys.readouterr().err
 

@@ -81,4 +81,6 @@ def test_failed_test_report_shows_the_ledger(pytester: pytest.Pytester) -> None:
     text = result.stdout.str()
     assert "acta ledger" in text
     assert "explode ready attempts=1/15" in text
-    assert "execution-finished #1 failed (handler-error) RuntimeError: kaboom in the handler" in text
+    assert (
+        "execution-finished #1 failed (handler-error) RuntimeError: kaboom in the handler" in text
+    )

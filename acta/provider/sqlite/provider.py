@@ -19,7 +19,7 @@ from typing import Any, Literal, TypeVar
 
 from acta.errors import ConfigurationError, DatabaseUnavailableError, SchemaError
 from acta.names import validate_schema_name
-from acta.provider import migrate
+from acta.provider import caller_tx, migrate
 from acta.provider.protocol import VerbFactory
 from acta.provider.statements import Statements, replace_schema
 from acta.provider.verb import Op, drive
@@ -189,12 +189,19 @@ class SqliteProvider:
             raise AssertionError("unreachable")  # pragma: no cover
 
     def _run_in_caller_tx(self, make: VerbFactory[T], tx: object) -> T:
+        tx = caller_tx.unwrap(tx)  # a SQLAlchemy Connection or Session -> its sqlite3 connection
         if not isinstance(tx, sqlite3.Connection):
             raise ConfigurationError(
-                f"the SQLite provider enqueues on a sqlite3.Connection, not {type(tx).__name__}"
+                "the SQLite provider enqueues on a sqlite3.Connection or a SQLAlchemy "
+                f"Connection or Session, not {type(tx).__name__}"
             )
+        if not tx.in_transaction and _begins_implicitly(tx):
+            # Python's default mode opens a transaction before the first write and leaves it
+            # to the caller's commit() or rollback(); the enqueue must belong to it too, even
+            # when it is that first write.
+            tx.execute(f"BEGIN {tx.isolation_level or ''}".rstrip())
         # A savepoint keeps the batch atomic inside the caller's transaction, and makes it a
-        # transaction of its own when the caller had none open.
+        # transaction of its own when the caller had none open (autocommit connections).
         tx.execute("SAVEPOINT acta_enqueue")
         try:
             result = drive(make(), lambda op: self._run_op(tx, op))
@@ -207,7 +214,7 @@ class SqliteProvider:
 
     async def run_async(self, make: VerbFactory[T], *, tx: object | None = None) -> T:
         if tx is not None:
-            return self.run(make, tx=tx)
+            return self._run_in_caller_tx(make, await caller_tx.unwrap_async(tx))
         if self._thread is None:
             self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="acta-sqlite")
         return await asyncio.get_running_loop().run_in_executor(self._thread, self.run, make)
@@ -290,6 +297,13 @@ _VERSION_TABLE = (
     "    applied_at TEXT NOT NULL\n"
     ")"
 )
+
+
+def _begins_implicitly(conn: sqlite3.Connection) -> bool:
+    """Whether the driver, not the caller, opens this connection's transactions."""
+    legacy = getattr(sqlite3, "LEGACY_TRANSACTION_CONTROL", -1)
+    mode = getattr(conn, "autocommit", legacy)  # Python 3.12+: True, False or legacy
+    return mode is False or (mode == legacy and conn.isolation_level is not None)
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:

@@ -158,7 +158,9 @@ SELECT
     r.lease_epoch,
     j.dedup_key,
     j.correlation_key,
-    (SELECT group_concat(t.tag, ',') FROM {schema}.job_tags t WHERE t.job_id = j.id) AS tags,
+    -- A sorted JSON array (NULL without tags), so a tag containing a comma stays unambiguous.
+    (SELECT NULLIF(json_group_array(t.tag), '[]')
+       FROM (SELECT tag FROM {schema}.job_tags WHERE job_id = j.id ORDER BY tag) t) AS tags,
     le.message            AS last_error,
     lr.name               AS last_error_reason,
     le.at                 AS last_error_at,

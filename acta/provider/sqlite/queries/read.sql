@@ -12,7 +12,8 @@ FROM {schema}.jobs j
 JOIN {schema}.runtime r     ON r.job_id = j.id
 JOIN {schema}.namespaces n  ON n.id = j.namespace_id
 JOIN {schema}.definitions d ON d.id = j.definition_id
-WHERE j.job_ref = :job_ref;
+WHERE j.job_ref = :job_ref
+  AND (:namespace IS NULL OR n.name = :namespace);
 
 -- name: list_jobs
 -- Newest first, keyset-paginated on id.

@@ -1,0 +1,413 @@
+"""The PostgreSQL provider: pooled connections, one transaction per verb, whole-verb retries.
+
+Sync callers (the producer surface, reads, the CLI) share a ``ConnectionPool``; the async
+runtime uses an ``AsyncConnectionPool`` bound to its event loop. Both are opened on first use,
+after one direct connection attempt, so a wrong DSN fails at once with the host and the cause
+instead of waiting out the pool's timeout. Connections are autocommit=False and every verb is
+one explicit transaction: commit at the end, rollback on any error. A serialization failure,
+a deadlock or a lost connection runs the whole verb again (reliability rule 7); a lost
+connection is first dropped from the pool. Nothing here keeps session state (rule 6).
+
+A verb can also run inside the caller's open transaction (transactional enqueue): on a psycopg
+connection, or on a SQLAlchemy Connection/Session unwrapped by ``acta.provider.caller_tx``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from typing import Any, TypeVar, cast
+
+import psycopg
+from psycopg import sql
+from psycopg.pq import TransactionStatus
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
+
+from acta.errors import ConfigurationError
+from acta.names import validate_schema_name
+from acta.provider import caller_tx
+from acta.provider.postgres import catalog
+from acta.provider.postgres.connect import (
+    DEFAULT_APPLICATION_NAME,
+    Target,
+    retry_kind,
+    utc_dict_row,
+)
+from acta.provider.protocol import VerbFactory
+from acta.provider.statements import Statements, replace_schema
+from acta.provider.verb import Op, drive, drive_async
+
+T = TypeVar("T")
+
+PACKAGE = "acta.provider.postgres"
+ATTEMPTS = 5
+_SAVEPOINT = "acta_verb"
+
+DictCursor = psycopg.Cursor[dict[str, Any]]
+AsyncDictCursor = psycopg.AsyncCursor[dict[str, Any]]
+
+
+class PostgresProvider:
+    """Ledger in one schema of a PostgreSQL database (``acta`` by default).
+
+    Options: ``min_connections``/``max_connections`` per pool (1 and 10), ``connect_timeout``
+    (seconds for one connection attempt), ``pool_timeout`` (seconds to wait for a free pooled
+    connection) and ``application_name`` (used unless the DSN sets one).
+    """
+
+    dialect = "postgres"
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str = "acta",
+        min_connections: int = 1,
+        max_connections: int = 10,
+        connect_timeout: float = 10.0,
+        pool_timeout: float = 30.0,
+        application_name: str = DEFAULT_APPLICATION_NAME,
+    ) -> None:
+        self.schema = validate_schema_name(schema)
+        for name, value in (
+            ("min_connections", min_connections),
+            ("max_connections", max_connections),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigurationError(f"{name} must be an int >= 1, got {value!r}")
+        if min_connections > max_connections:
+            raise ConfigurationError("min_connections cannot be larger than max_connections")
+        self.target = Target(dsn, application_name)
+        self._min, self._max = min_connections, max_connections
+        self._connect_timeout = connect_timeout
+        self._pool_timeout = pool_timeout
+        self._qualifier = sql.Identifier(self.schema).as_string() + "."
+        self.statements = Statements(PACKAGE, self._qualify_sql, "pyformat")
+        self._lock = threading.Lock()
+        self._pool: ConnectionPool[psycopg.Connection[Any]] | None = None
+        self._apool: _AsyncPoolSlot | None = None
+
+    # -- identity -------------------------------------------------------------------------
+
+    @property
+    def where(self) -> str:
+        return f"PostgreSQL {self.target.place}, schema {self.schema}"
+
+    def qualify(self, name: str) -> str:
+        return f"{self.schema}.{name}"
+
+    def _qualify_sql(self, text: str) -> str:
+        return replace_schema(text, self._qualifier)
+
+    def apply_hint(self) -> str:
+        """The command that brings this schema up to date (no password in it)."""
+        hint = f"acta schema apply --database {self.target.public_dsn()}"
+        return hint if self.schema == "acta" else f"{hint} --schema {self.schema}"
+
+    # -- pools ----------------------------------------------------------------------------
+
+    def _pool_args(self) -> dict[str, Any]:
+        return {
+            "kwargs": self.target.connect_kwargs(self._connect_timeout),
+            "min_size": self._min,
+            "max_size": self._max,
+            "timeout": self._pool_timeout,
+            "name": "acta",
+            "open": False,
+        }
+
+    def sync_pool(self) -> ConnectionPool[psycopg.Connection[Any]]:
+        """The pool for sync callers, opened on first use."""
+        with self._lock:
+            if self._pool is None:
+                kwargs = self.target.connect_kwargs(self._connect_timeout)
+                try:
+                    psycopg.Connection.connect(self.target.dsn, **kwargs).close()
+                except psycopg.Error as exc:
+                    raise self.target.unavailable(exc) from None
+                pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+                    self.target.dsn, **self._pool_args()
+                )
+                pool.open(wait=False)
+                self._pool = pool
+            return self._pool
+
+    async def async_pool(self) -> AsyncConnectionPool[psycopg.AsyncConnection[Any]]:
+        """The pool for this event loop, opened on first use; a pool left behind by another
+        (finished) loop is released, since its connections cannot serve this one."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            slot = self._apool
+            if slot is None or slot.loop is not loop:
+                if slot is not None:
+                    slot.release()
+                slot = self._apool = _AsyncPoolSlot(loop, loop.create_task(self._open_async()))
+        try:
+            return await asyncio.shield(slot.opening)
+        except (psycopg.Error, Exception):
+            with self._lock:
+                if self._apool is slot and slot.opening.done():
+                    self._apool = None  # let the next call try again
+            raise
+
+    async def _open_async(self) -> AsyncConnectionPool[psycopg.AsyncConnection[Any]]:
+        kwargs = self.target.connect_kwargs(self._connect_timeout)
+        try:
+            await (await psycopg.AsyncConnection.connect(self.target.dsn, **kwargs)).close()
+        except psycopg.Error as exc:
+            raise self.target.unavailable(exc) from None
+        pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = AsyncConnectionPool(
+            self.target.dsn, **self._pool_args()
+        )
+        await pool.open(wait=False)
+        return pool
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+            slot, self._apool = self._apool, None
+        if pool is not None:
+            pool.close()
+        if slot is not None:
+            slot.release()
+
+    async def aclose(self) -> None:
+        with self._lock:
+            slot, self._apool = self._apool, None
+        if slot is not None:
+            await slot.aclose()
+        await asyncio.get_running_loop().run_in_executor(None, self.close)
+
+    # -- running verbs --------------------------------------------------------------------
+
+    def _query(self, op: Op) -> str:
+        # The text comes from acta's own .sql files, never from user input.
+        return self.statements[op.statement].sql
+
+    def _execute(self, cur: DictCursor, op: Op) -> Any:
+        if op.fetch == "many":
+            cur.executemany(self._query(op), cast(Any, op.params))
+            return None
+        cur.execute(self._query(op), cast(Any, op.params), prepare=False)
+        if op.fetch == "rowcount":
+            return cur.rowcount
+        return cur.fetchone() if op.fetch == "one" else cur.fetchall()
+
+    async def _aexecute(self, cur: AsyncDictCursor, op: Op) -> Any:
+        if op.fetch == "many":
+            await cur.executemany(self._query(op), cast(Any, op.params))
+            return None
+        await cur.execute(self._query(op), cast(Any, op.params), prepare=False)
+        if op.fetch == "rowcount":
+            return cur.rowcount
+        return await cur.fetchone() if op.fetch == "one" else await cur.fetchall()
+
+    def run(self, make: VerbFactory[T], *, tx: object | None = None) -> T:
+        if tx is not None:
+            return self._run_in_caller_tx(make, caller_tx.unwrap(tx))
+        for attempt in range(1, ATTEMPTS + 1):
+            pool = self.sync_pool()
+            conn: psycopg.Connection[Any] | None = None
+            try:
+                with pool.connection() as conn:
+                    return self._transaction(conn, make)
+            except PoolTimeout as exc:
+                raise self.target.unavailable(exc, "get a connection to") from None
+            except psycopg.Error as exc:
+                kind = retry_kind(exc, conn)
+                if kind is None:
+                    raise
+                if attempt == ATTEMPTS:
+                    if kind == "reconnect":
+                        raise self.target.unavailable(exc, "use") from exc
+                    raise
+                if kind == "reconnect":
+                    pool.check()  # drop every idle connection the server also closed
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _transaction(self, conn: psycopg.Connection[Any], make: VerbFactory[T]) -> T:
+        try:
+            with conn.cursor(row_factory=utc_dict_row) as cur:
+                result = drive(make(), lambda op: self._execute(cur, op))
+            conn.commit()
+            return result
+        except BaseException:
+            if not conn.closed:
+                with contextlib.suppress(psycopg.Error):
+                    conn.rollback()
+            raise
+
+    async def run_async(self, make: VerbFactory[T], *, tx: object | None = None) -> T:
+        if tx is not None:
+            conn = await caller_tx.unwrap_async(tx)
+            if isinstance(conn, psycopg.AsyncConnection):
+                return await self._arun_in_caller_tx(make, conn)
+            return self._run_in_caller_tx(make, conn)
+        for attempt in range(1, ATTEMPTS + 1):
+            pool = await self.async_pool()
+            aconn: psycopg.AsyncConnection[Any] | None = None
+            try:
+                async with pool.connection() as aconn:
+                    return await self._atransaction(aconn, make)
+            except PoolTimeout as exc:
+                raise self.target.unavailable(exc, "get a connection to") from None
+            except psycopg.Error as exc:
+                kind = retry_kind(exc, aconn)
+                if kind is None:
+                    raise
+                if attempt == ATTEMPTS:
+                    if kind == "reconnect":
+                        raise self.target.unavailable(exc, "use") from exc
+                    raise
+                if kind == "reconnect":
+                    await pool.check()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _atransaction(self, conn: psycopg.AsyncConnection[Any], make: VerbFactory[T]) -> T:
+        try:
+            async with conn.cursor(row_factory=utc_dict_row) as cur:
+                result = await drive_async(make(), lambda op: self._aexecute(cur, op))
+            await conn.commit()
+            return result
+        except BaseException:
+            if not conn.closed:
+                with contextlib.suppress(psycopg.Error):
+                    await conn.rollback()
+            raise
+
+    # -- the caller's transaction ---------------------------------------------------------
+
+    def _run_in_caller_tx(self, make: VerbFactory[T], conn: object) -> T:
+        if not isinstance(conn, psycopg.Connection):
+            raise _wrong_connection(conn)
+        with conn.cursor(row_factory=utc_dict_row) as cur:
+            if conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
+                # No transaction is open and none would be: the verb is a transaction of its own.
+                with conn.transaction():
+                    return drive(make(), lambda op: self._execute(cur, op))
+            # Inside the caller's transaction (psycopg opens it now if the caller had not yet
+            # run anything): a savepoint keeps the verb atomic and never commits; the caller's
+            # commit or rollback decides for acta's rows too.
+            cur.execute(f"SAVEPOINT {_SAVEPOINT}", prepare=False)
+            try:
+                result = drive(make(), lambda op: self._execute(cur, op))
+            except BaseException:
+                if not conn.closed:
+                    with contextlib.suppress(psycopg.Error):
+                        cur.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}", prepare=False)
+                        cur.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}", prepare=False)
+                raise
+            cur.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}", prepare=False)
+            return result
+
+    async def _arun_in_caller_tx(
+        self, make: VerbFactory[T], conn: psycopg.AsyncConnection[Any]
+    ) -> T:
+        async with conn.cursor(row_factory=utc_dict_row) as cur:
+            if conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
+                async with conn.transaction():
+                    return await drive_async(make(), lambda op: self._aexecute(cur, op))
+            await cur.execute(f"SAVEPOINT {_SAVEPOINT}", prepare=False)
+            try:
+                result = await drive_async(make(), lambda op: self._aexecute(cur, op))
+            except BaseException:
+                if not conn.closed:
+                    with contextlib.suppress(psycopg.Error):
+                        await cur.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}", prepare=False)
+                        await cur.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}", prepare=False)
+                raise
+            await cur.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}", prepare=False)
+            return result
+
+    # -- schema ---------------------------------------------------------------------------
+
+    def check_schema(self) -> None:
+        with self.sync_pool().connection() as conn:
+            catalog.check(conn, self.schema, self.where, self.apply_hint())
+
+    def migrate(self) -> list[str]:
+        with self.sync_pool().connection() as conn:
+            return catalog.migrate(conn, self.schema, self.where)
+
+    def provisioning_sql(self) -> str:
+        return catalog.provisioning_sql(self.schema)
+
+    def dump_schema(self) -> str:
+        with self.sync_pool().connection() as conn:
+            return catalog.dump(conn, self.schema)
+
+
+class _AsyncPoolSlot:
+    """An async pool and the event loop it belongs to (its tasks live on that loop)."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        opening: asyncio.Task[AsyncConnectionPool[psycopg.AsyncConnection[Any]]],
+    ) -> None:
+        self.loop = loop
+        self.opening = opening
+
+    def _opened(self) -> AsyncConnectionPool[psycopg.AsyncConnection[Any]] | None:
+        task = self.opening
+        if task.done() and not task.cancelled() and task.exception() is None:
+            return task.result()
+        return None
+
+    async def aclose(self) -> None:
+        """Close the pool; call on its own loop."""
+        with contextlib.suppress(Exception):
+            pool = await self.opening
+            await pool.close()
+
+    def release(self) -> None:
+        """Close the pool from anywhere: on its loop if that loop can still run, else by
+        dropping the idle connections' sockets (a closed loop runs no task ever again)."""
+        if self.loop.is_closed():
+            pool = self._opened()
+            if pool is not None:
+                _abandon(pool)
+            return
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:
+            _keep(self.loop.create_task(self.aclose()))
+        elif self.loop.is_running():
+            asyncio.run_coroutine_threadsafe(self.aclose(), self.loop)
+        elif running is None:
+            self.loop.run_until_complete(self.aclose())
+        else:
+            pool = self._opened()
+            if pool is not None:
+                _abandon(pool)
+
+
+_pending: set[asyncio.Task[None]] = set()
+
+
+def _keep(task: asyncio.Task[None]) -> None:
+    # asyncio keeps only weak references to tasks; hold it until it finishes.
+    _pending.add(task)
+    task.add_done_callback(_pending.discard)
+
+
+def _abandon(pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]]) -> None:
+    """Close the sockets of a pool whose event loop is gone, so the server sees them leave."""
+    for conn in list(getattr(pool, "_pool", ())):
+        with contextlib.suppress(Exception):
+            conn.pgconn.finish()
+    pool._closed = True  # no loop is left to run its close()
+
+
+def _wrong_connection(conn: object) -> ConfigurationError:
+    if isinstance(conn, psycopg.AsyncConnection):
+        return ConfigurationError(
+            "an async connection was given to a sync call; use the async twin (enqueue_async)"
+        )
+    return ConfigurationError(
+        "the PostgreSQL provider runs in a caller's transaction on a psycopg Connection or "
+        f"AsyncConnection, or a SQLAlchemy Connection or Session, not {type(conn).__name__}"
+    )

@@ -1,0 +1,57 @@
+-- Claiming: take due ready rows in claim order under a fresh lease epoch, then start them.
+
+-- name: claim
+-- Claim order: priority (high first), then due time, then id. Only an active worker claims.
+-- Definitions listed in :skip (a JSON array of ids this worker has no handler for) are left
+-- for other workers.
+--
+-- The candidates are picked in a MATERIALIZED CTE with FOR UPDATE SKIP LOCKED: rows another
+-- claimer is taking right now are skipped instead of waited for, so concurrent workers never
+-- queue behind each other, and materializing runs the LIMIT exactly once (a plain
+-- "IN (SELECT ... LIMIT n FOR UPDATE SKIP LOCKED)" may be re-evaluated and claim more than n
+-- rows). The UPDATE repeats the status guard, so a row that stopped being ready between the
+-- pick and the write is not taken (reliability rule 5).
+WITH candidates AS MATERIALIZED (
+    SELECT r.job_id
+    FROM {schema}.runtime r
+    WHERE r.namespace_id = :namespace_id
+      AND r.status = 10
+      AND r.next_run_at <= COALESCE(:now::timestamptz, now())
+      AND r.definition_id NOT IN (
+          SELECT s.id::bigint FROM jsonb_array_elements_text(:skip::jsonb) AS s(id))
+      AND EXISTS (SELECT 1 FROM {schema}.workers w WHERE w.id = :worker_id AND w.status = 1)
+    ORDER BY r.priority DESC, r.next_run_at, r.job_id
+    LIMIT :limit
+    FOR UPDATE OF r SKIP LOCKED
+)
+UPDATE {schema}.runtime r
+SET status           = 20,
+    lease_owner      = :worker_id,
+    lease_epoch      = r.lease_epoch + 1,
+    lease_expires_at = COALESCE(:now::timestamptz, now()) + :lease_ms * interval '1 millisecond',
+    version          = r.version + 1,
+    updated_at       = COALESCE(:now::timestamptz, now())
+FROM candidates c
+WHERE r.job_id = c.job_id
+  AND r.status = 10
+RETURNING r.job_id, r.lease_epoch;
+
+-- name: claimed_jobs
+SELECT j.id AS job_id, j.job_ref, d.name, j.definition_id, j.namespace_id, r.lease_epoch,
+       r.attempts, r.executions, r.priority, j.input_codec, j.input, j.correlation_key,
+       j.created_at
+FROM {schema}.runtime r
+JOIN {schema}.jobs j        ON j.id = r.job_id
+JOIN {schema}.definitions d ON d.id = j.definition_id
+WHERE r.job_id IN (SELECT k.id::bigint FROM jsonb_array_elements_text(:job_ids::jsonb) AS k(id))
+ORDER BY r.priority DESC, r.next_run_at, r.job_id;
+
+-- name: start
+-- dispatched -> executing, fenced by (job, epoch, status, owner). Zero rows: the lease is gone.
+UPDATE {schema}.runtime
+SET status     = 21,
+    executions = executions + 1,
+    version    = version + 1,
+    updated_at = COALESCE(:now::timestamptz, now())
+WHERE job_id = :job_id AND lease_epoch = :epoch AND status = 20 AND lease_owner = :worker_id
+RETURNING executions, control;

@@ -1,0 +1,56 @@
+-- Enqueue: namespace and definition rows on first use, then the job, its runtime row, its
+-- tags and its enqueued event. All run in one transaction (the caller's, when given).
+--
+-- Parameters that feed an INSERT ... SELECT are cast: a SELECT list gives an untyped
+-- parameter the type text, which would not convert to the integer columns.
+
+-- name: ensure_namespace
+INSERT INTO {schema}.namespaces (name, created_at)
+VALUES (:namespace, COALESCE(:now::timestamptz, now()))
+ON CONFLICT (name) DO NOTHING;
+
+-- name: ensure_definition
+-- A producer never overwrites policy; only a worker registration does (register_definition).
+INSERT INTO {schema}.definitions
+    (namespace_id, name, max_attempts, backoff, timeout_ms, priority, audit_level, registered_at)
+SELECT n.id, :name::text, :max_attempts::smallint, :backoff::text, :timeout_ms::bigint,
+       :priority::smallint, :audit_level::smallint, COALESCE(:now::timestamptz, now())
+FROM {schema}.namespaces n
+WHERE n.name = :namespace
+ON CONFLICT (namespace_id, name) DO NOTHING;
+
+-- name: definition_ids
+SELECT d.id AS definition_id, d.name, d.namespace_id
+FROM {schema}.definitions d
+JOIN {schema}.namespaces n ON n.id = d.namespace_id
+WHERE n.name = :namespace;
+
+-- name: insert_job
+-- A duplicate deduplication key inserts nothing and returns no row.
+INSERT INTO {schema}.jobs
+    (job_ref, namespace_id, definition_id, dedup_key, correlation_key, input_codec, input,
+     created_at)
+VALUES (:job_ref, :namespace_id, :definition_id, :dedup_key, :correlation_key, :input_codec,
+        :input, COALESCE(:now::timestamptz, now()))
+ON CONFLICT (namespace_id, dedup_key) DO NOTHING
+RETURNING id AS job_id;
+
+-- name: job_by_dedup_key
+SELECT id AS job_id, job_ref
+FROM {schema}.jobs
+WHERE namespace_id = :namespace_id AND dedup_key = :dedup_key;
+
+-- name: insert_runtime
+-- next_run_at is the given instant, or now plus the delay.
+INSERT INTO {schema}.runtime
+    (job_id, namespace_id, definition_id, status, priority, next_run_at, updated_at)
+VALUES (:job_id, :namespace_id, :definition_id, :status, :priority,
+        COALESCE(:run_at::timestamptz,
+                 COALESCE(:now::timestamptz, now()) + :delay_ms * interval '1 millisecond'),
+        COALESCE(:now::timestamptz, now()));
+
+-- name: insert_tag
+INSERT INTO {schema}.job_tags (job_id, tag) VALUES (:job_id, :tag);
+
+-- name: namespace_id
+SELECT id AS namespace_id FROM {schema}.namespaces WHERE name = :namespace;

@@ -1,0 +1,73 @@
+-- Reads for the Python API and the CLI. They read base tables with codes; names come from the
+-- enums in Python, and operators get the same facts with names from the *_view views.
+-- Optional filters are cast so that a NULL parameter still has a type.
+
+-- name: job_by_ref
+SELECT j.id AS job_id, j.job_ref, n.name AS namespace, d.name, r.status, r.priority,
+       r.attempts, d.max_attempts, r.executions, r.next_run_at, r.lease_epoch, r.lease_owner,
+       r.lease_expires_at, r.control, j.dedup_key, j.correlation_key, j.created_at,
+       r.updated_at, j.input_codec, j.input, j.namespace_id,
+       (SELECT string_agg(t.tag, chr(31)) FROM {schema}.job_tags t WHERE t.job_id = j.id)
+           AS tags
+FROM {schema}.jobs j
+JOIN {schema}.runtime r     ON r.job_id = j.id
+JOIN {schema}.namespaces n  ON n.id = j.namespace_id
+JOIN {schema}.definitions d ON d.id = j.definition_id
+WHERE j.job_ref = :job_ref
+  AND (:namespace::text IS NULL OR n.name = :namespace::text);
+
+-- name: list_jobs
+-- Newest first, keyset-paginated on id.
+SELECT j.id AS job_id, j.job_ref, n.name AS namespace, d.name, r.status, r.priority,
+       r.attempts, d.max_attempts, r.executions, r.next_run_at, r.lease_epoch, r.lease_owner,
+       r.lease_expires_at, r.control, j.dedup_key, j.correlation_key, j.created_at,
+       r.updated_at, j.input_codec, NULL::bytea AS input, j.namespace_id,
+       (SELECT string_agg(t.tag, chr(31)) FROM {schema}.job_tags t WHERE t.job_id = j.id)
+           AS tags
+FROM {schema}.jobs j
+JOIN {schema}.runtime r     ON r.job_id = j.id
+JOIN {schema}.namespaces n  ON n.id = j.namespace_id
+JOIN {schema}.definitions d ON d.id = j.definition_id
+WHERE (:namespace::text IS NULL OR n.name = :namespace::text)
+  AND (:status::smallint IS NULL OR r.status = :status::smallint)
+  AND (:name::text IS NULL OR d.name = :name::text)
+  AND (:before_id::bigint IS NULL OR j.id < :before_id::bigint)
+  AND (:include_system = 1 OR d.name NOT LIKE 'sys.%')
+ORDER BY j.id DESC
+LIMIT :limit;
+
+-- name: job_events
+SELECT e.id AS event_id, e.at, e.code, e.execution, e.epoch, e.outcome, e.reason,
+       e.duration_ms, e.message, e.detail, w.incarnation AS worker
+FROM {schema}.events e
+LEFT JOIN {schema}.workers w ON w.id = e.worker_id
+WHERE e.job_id = :job_id
+ORDER BY e.id;
+
+-- name: job_result
+SELECT codec, body FROM {schema}.results WHERE job_id = :job_id;
+
+-- name: list_workers
+SELECT w.id AS worker_id, w.incarnation, n.name AS namespace, w.host, w.pid, w.status,
+       w.executors, w.heartbeat_ms, w.started_at, w.heartbeat_at, w.stopped_at
+FROM {schema}.workers w
+JOIN {schema}.namespaces n ON n.id = w.namespace_id
+WHERE (:namespace::text IS NULL OR n.name = :namespace::text)
+ORDER BY w.id;
+
+-- name: pending_work
+-- What run_until_idle needs: user jobs not yet finished, and the earliest due instant.
+SELECT
+    count(*) AS unfinished,
+    min(r.next_run_at) FILTER (WHERE r.status = 10) AS next_due_at,
+    min(r.lease_expires_at) FILTER (WHERE r.status IN (20, 21)) AS next_lease_expiry_at
+FROM {schema}.runtime r
+JOIN {schema}.definitions d ON d.id = r.definition_id
+WHERE r.namespace_id = :namespace_id
+  AND r.status < 100
+  AND d.name NOT LIKE 'sys.%';
+
+-- name: next_due_any
+SELECT min(r.next_run_at) AS next_due_at
+FROM {schema}.runtime r
+WHERE r.namespace_id = :namespace_id AND r.status = 10;

@@ -1,0 +1,61 @@
+-- Guarded transitions: every settle, hand-back, recovery and operator change goes through
+-- transition_guard then transition, in one transaction, with its events.
+
+-- name: transition_guard
+-- The compare-and-set read: the row must still be at this epoch, in an expected status (:expect
+-- is a JSON array of codes) and, for worker writes, leased by this worker; for recovery, the
+-- lease must have lapsed by the database clock.
+--
+-- FOR UPDATE locks the row until the transition commits. Without it, under READ COMMITTED a
+-- worker's settle and a recovery could both pass their guard at the same epoch and both write.
+-- With it, the second waits, then re-checks the guard against the committed row and fails.
+SELECT r.control, r.status, r.executions, r.attempts
+FROM {schema}.runtime r
+WHERE r.job_id = :job_id
+  AND r.lease_epoch = :epoch
+  AND r.status IN (SELECT x.code::smallint FROM jsonb_array_elements_text(:expect::jsonb) AS x(code))
+  AND (:owner::bigint IS NULL OR r.lease_owner = :owner::bigint)
+  AND (:lapsed = 0 OR r.lease_expires_at < COALESCE(:now::timestamptz, now()))
+FOR UPDATE;
+
+-- name: transition
+-- :delay_ms NULL keeps next_run_at; a number sets it to now plus the delay.
+UPDATE {schema}.runtime
+SET status           = :status,
+    next_run_at      = CASE WHEN :delay_ms::bigint IS NULL THEN next_run_at
+                            ELSE COALESCE(:now::timestamptz, now())
+                                 + :delay_ms::bigint * interval '1 millisecond' END,
+    attempts         = attempts + :charge,
+    lease_owner      = NULL,
+    lease_expires_at = NULL,
+    control          = CASE WHEN :status >= 100 THEN 0 ELSE control END,
+    version          = version + 1,
+    updated_at       = COALESCE(:now::timestamptz, now())
+WHERE job_id = :job_id AND lease_epoch = :epoch;
+
+-- name: request_cancel
+-- A running job is cancelled when its run ends: the worker learns it from its heartbeat.
+UPDATE {schema}.runtime
+SET control = 1, version = version + 1, updated_at = COALESCE(:now::timestamptz, now())
+WHERE job_id = :job_id AND lease_epoch = :epoch AND status IN (20, 21) AND control = 0;
+
+-- name: upsert_result
+INSERT INTO {schema}.results (job_id, codec, body, created_at)
+VALUES (:job_id, :codec, :body, COALESCE(:now::timestamptz, now()))
+ON CONFLICT (job_id) DO UPDATE SET
+    codec = excluded.codec, body = excluded.body, created_at = excluded.created_at;
+
+-- name: lapsed_leases
+-- Leases past their expiry by the database clock, oldest first, with the policy recovery needs.
+-- No lock here: each row is taken back through transition_guard, which locks and re-checks it.
+SELECT r.job_id, j.job_ref, r.namespace_id, r.status, r.executions, r.attempts, r.lease_epoch,
+       r.lease_owner, d.max_attempts, d.audit_level, d.name
+FROM {schema}.runtime r
+JOIN {schema}.jobs j        ON j.id = r.job_id
+JOIN {schema}.definitions d ON d.id = r.definition_id
+WHERE r.namespace_id = :namespace_id
+  AND r.status IN (20, 21)
+  AND r.lease_expires_at < COALESCE(:now::timestamptz, now())
+  AND (:only_job_id::bigint IS NULL OR r.job_id = :only_job_id::bigint)
+ORDER BY r.lease_expires_at
+LIMIT :limit;

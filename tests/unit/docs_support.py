@@ -1,0 +1,191 @@
+"""Helpers for the tests that keep the reference docs true: markdown tables and SQL blocks,
+and a small ledger with one job in every interesting state for the queries to run against."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from acta import Acta, JobContext
+from acta.clock import ManualClock
+from acta.provider.sqlite import SqliteProvider
+from acta_testing import Host
+
+ROOT = Path(__file__).resolve().parents[2]
+REFERENCE = ROOT / "docs" / "reference"
+
+_HEADING = re.compile(r"^(#{2,4})\s+(.*?)\s*$")
+_FIRST_CODE = re.compile(r"`([^`]+)`")
+_FENCE = re.compile(r"^```(\w*)\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """One markdown table: the section it sits in (the first `code` of its heading), its
+    header cells and its rows as cell lists, with the 1-based line of the header."""
+
+    section: str
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    line: int
+
+
+def _cells(line: str) -> tuple[str, ...]:
+    inner = line.strip().strip("|")
+    return tuple(cell.strip() for cell in re.split(r"(?<!\\)\|", inner))
+
+
+def _is_rule(lines: list[str], i: int) -> bool:
+    """Whether line ``i`` is a table's header rule (``| --- | :--: |``)."""
+    return i < len(lines) and re.fullmatch(r"\|[\s:|-]+\|?", lines[i].strip()) is not None
+
+
+def tables(path: Path) -> list[Table]:
+    """Every table of ``path``, in order, outside code fences."""
+    out: list[Table] = []
+    section = ""
+    lines = path.read_text("utf-8").splitlines()
+    fenced = False
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and (m := _HEADING.match(line)):
+            code = _FIRST_CODE.search(m.group(2))
+            section = code.group(1) if code else m.group(2)
+        elif not fenced and line.startswith("|") and _is_rule(lines, i + 1):
+            header = tuple(c.lower() for c in _cells(line))
+            rows = []
+            j = i + 2
+            while j < len(lines) and lines[j].startswith("|"):
+                rows.append(_cells(lines[j]))
+                j += 1
+            out.append(Table(section, header, tuple(rows), i + 1))
+            i = j
+            continue
+        i += 1
+    return out
+
+
+def column_tables(path: Path, first: str = "column") -> dict[str, Table]:
+    """Tables whose first header cell is ``first``, keyed by section; one per section."""
+    found: dict[str, Table] = {}
+    for table in tables(path):
+        if table.header and table.header[0] == first:
+            assert table.section not in found, f"{path.name}: two {first} tables in {table.section}"
+            found[table.section] = table
+    return found
+
+
+def name_of(cell: str) -> str:
+    """The identifier a first cell documents: ``job_ref`` from "`job_ref`"."""
+    m = _FIRST_CODE.search(cell)
+    assert m, f"first cell {cell!r} should hold a `name`"
+    return m.group(1)
+
+
+def sections(path: Path) -> dict[str, str]:
+    """The text under each heading, keyed like ``Table.section`` (up to the next heading)."""
+    out: dict[str, list[str]] = {}
+    current = ""
+    fenced = False
+    for line in path.read_text("utf-8").splitlines():
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and (m := _HEADING.match(line)):
+            code = _FIRST_CODE.search(m.group(2))
+            current = code.group(1) if code else m.group(2)
+            continue
+        out.setdefault(current, []).append(line)
+    return {name: "\n".join(lines) for name, lines in out.items()}
+
+
+def fenced_blocks(path: Path, language: str) -> list[tuple[int, str, str]]:
+    """``(line, preceding non-blank line, body)`` for each fence of ``language``."""
+    out: list[tuple[int, str, str]] = []
+    lines = path.read_text("utf-8").splitlines()
+    i = 0
+    while i < len(lines):
+        m = _FENCE.match(lines[i])
+        if m and m.group(1):
+            j = i + 1
+            while j < len(lines) and lines[j].strip() != "```":
+                j += 1
+            if m.group(1) == language:
+                before = next((lines[k] for k in range(i - 1, -1, -1) if lines[k].strip()), "")
+                out.append((i + 1, before.strip(), "\n".join(lines[i + 1 : j])))
+            i = j + 1
+            continue
+        i += 1
+    return out
+
+
+# -- a ledger with something in every column ---------------------------------------------------
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def populate(path: Path) -> None:
+    """Fill a fresh ledger at ``path``: succeeded, retried, failed, cancelled, delayed and
+    lease-held jobs, a dead worker, tags and keys, so that every view column is exercised."""
+    app = Acta()
+    provider = SqliteProvider(path)
+    provider.migrate()
+    host = Host(app, provider, ManualClock(START))
+    try:
+        _scenario(app, host)
+    finally:
+        host.close()
+        provider.close()
+
+
+def _scenario(app: Acta, host: Host) -> None:
+    flaky_runs: list[int] = []
+
+    @app.job("send-receipt")
+    def send_receipt(order: str) -> str:
+        return f"receipt for {order}"
+
+    @app.job("sync-crm", backoff="1s")
+    def sync_crm(ctx: JobContext) -> None:
+        flaky_runs.append(ctx.execution)
+        if ctx.execution == 1:
+            raise ConnectionError("crm timed out")
+
+    @app.job("charge-card", max_attempts=2, backoff="1s")
+    def charge_card(order: str) -> None:
+        raise RuntimeError(f"card declined for {order}")
+
+    app.define("rebuild-index")
+    main = host.worker
+    peer = host.add_worker()
+    doomed = host.add_worker()
+
+    send_receipt.enqueue(
+        "ORD-7",
+        dedup_key="receipt-ORD-7",
+        correlation_key="order-7",
+        tags=["billing", "email"],
+    )
+    assert host.tick(main) == "completed"
+    sync_crm.enqueue()
+    charge_card.enqueue("ORD-8", tags=["billing"])
+    assert host.run_until_idle(main) == 4
+    app.cancel(app.enqueue("rebuild-index", delay="1h"), "not needed after all")
+
+    host.kill(doomed)
+    host.advance(doomed.dead_after + peer.heartbeat)
+    assert host.tick(peer) == "nothing-claimed"  # recovery declares ``doomed`` dead
+
+    holder = host.add_worker(executors=4)
+
+    @app.job("export-ledger")
+    def export_ledger(ctx: JobContext) -> None:
+        host.kill(holder)  # dies mid-run: its lease stays in the ledger until it lapses
+
+    export_ledger.enqueue()
+    assert host.tick(holder) == "killed"
+    send_receipt.enqueue("ORD-9", delay="2h", priority=5)

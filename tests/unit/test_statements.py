@@ -1,0 +1,58 @@
+"""The statement loader: placeholders, casts, and the same statement names in every dialect."""
+
+from __future__ import annotations
+
+import pytest
+
+from acta.provider.statements import Statements, convert_params
+
+
+def test_now_with_a_cast_is_one_placeholder_then_the_cast() -> None:
+    sql, names = convert_params("COALESCE(:now::timestamptz, now())", "pyformat")
+    assert sql == "COALESCE(%(now)s::timestamptz, now())"
+    assert names == ("now",)
+
+
+def test_casts_after_columns_and_literals_are_not_placeholders() -> None:
+    text = "SELECT x::bigint, 'a:b'::text, :id::bigint FROM t WHERE y = :id"
+    sql, names = convert_params(text, "pyformat")
+    assert sql == "SELECT x::bigint, 'a:b'::text, %(id)s::bigint FROM t WHERE y = %(id)s"
+    assert names == ("id",)
+
+
+def test_named_style_keeps_placeholders_and_casts() -> None:
+    sql, names = convert_params("SELECT :a::int, :b", "named")
+    assert sql == "SELECT :a::int, :b"
+    assert names == ("a", "b")
+
+
+def test_quotes_and_comments_hide_colons_and_percent_signs_are_doubled() -> None:
+    text = (
+        "-- :not_a_param\nSELECT ':nor_this', \"col:x\" FROM t /* :nope */ "
+        "WHERE n LIKE 'x%' AND k = :k"
+    )
+    sql, names = convert_params(text, "pyformat")
+    assert names == ("k",)
+    assert "LIKE 'x%%'" in sql and sql.endswith("k = %(k)s")
+
+
+def _names(package: str, style: str) -> frozenset[str]:
+    return Statements(package, lambda text: text, style).names()
+
+
+def test_every_dialect_defines_the_same_statement_names() -> None:
+    pytest.importorskip("psycopg")
+    sqlite = _names("acta.provider.sqlite", "named")
+    postgres = _names("acta.provider.postgres", "pyformat")
+    assert sqlite, "the SQLite dialect defines no statements"
+    assert sorted(sqlite - postgres) == [], "missing on PostgreSQL"
+    assert sorted(postgres - sqlite) == [], "missing on SQLite"
+
+
+def test_postgres_statements_use_the_database_clock_when_now_is_null() -> None:
+    pytest.importorskip("psycopg")
+    statements = Statements("acta.provider.postgres", lambda text: text, "pyformat")
+    for name in sorted(statements.names()):
+        statement = statements[name]
+        if "now" in statement.params:
+            assert "COALESCE(%(now)s::timestamptz, now())" in statement.sql, name
