@@ -4,6 +4,7 @@ Fixtures (all prefixed ``acta_``) come from ``acta_testing.plugin``, registered 
 ``pytest11`` entry point. Import ``Host``/``AsyncHost`` to build a host by hand.
 """
 
+from acta.runtime.executor import TickOutcome
 from acta_testing.host import AsyncHost, Host, HostError
 
-__all__ = ["AsyncHost", "Host", "HostError"]
+__all__ = ["AsyncHost", "Host", "HostError", "TickOutcome"]

@@ -154,6 +154,11 @@ class AsyncHost:
         """The worker's process dies now: it writes nothing more, its leases lapse."""
         (worker or self.worker).kill()
 
+    async def stop(self, worker: Worker | None = None) -> None:
+        """Shut the worker down gracefully (SIGTERM): it stops claiming, hands back any run
+        still in flight (when called from inside a handler) and marks itself stopped."""
+        await (worker or self.worker).shutdown()
+
     def pause(self, worker: Worker | None = None) -> None:
         """Freeze the worker's heartbeats (SIGSTOP): its runs continue, its leases lapse."""
         (worker or self.worker).paused = True
@@ -248,6 +253,9 @@ class Host:
 
     def kill(self, worker: Worker | None = None) -> None:
         self._host.kill(worker)
+
+    def stop(self, worker: Worker | None = None) -> None:
+        self._portal.call(self._host.stop(worker))
 
     def pause(self, worker: Worker | None = None) -> None:
         self._host.pause(worker)

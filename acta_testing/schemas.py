@@ -81,9 +81,7 @@ class PostgresSchemas:
                 target.dsn, **(target.connect_kwargs(5) | {"autocommit": True})
             )
         except psycopg.Error as exc:
-            raise PostgresUnavailable(
-                f"PostgreSQL at {target.place} is unavailable: {exc}"
-            ) from None
+            raise PostgresUnavailable(str(target.unavailable(exc))) from None
         # A test that leaked a connection holding locks must not hang the session.
         self._admin.execute("SET lock_timeout = '10s'")
         self.dsn = dsn

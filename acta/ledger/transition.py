@@ -94,9 +94,7 @@ def _event(plan: Transition, e: EventRecord, now: datetime | None) -> dict[str, 
     )
 
 
-def recovery_transition(
-    lapsed: LapsedLease, worker_id: int | None, now: datetime | None
-) -> Transition:
+def recovery_transition(lapsed: LapsedLease) -> Transition:
     """What recovery does with one lapsed lease (policy, no I/O)."""
     level = lapsed.audit_level
     started = lapsed.status is JobStatus.EXECUTING
@@ -129,7 +127,8 @@ def recovery_transition(
         epoch=lapsed.epoch,
         expect=(JobStatus.DISPATCHED, JobStatus.EXECUTING),
         status=status,
-        worker_id=worker_id,
+        # The events name the worker whose lease lapsed: the one that lost the execution.
+        worker_id=lapsed.owner,
         lapsed=True,
         delay_ms=0 if status is JobStatus.READY else None,
         charge=charge,
@@ -153,7 +152,7 @@ def lapsed_from_row(row: dict[str, Any]) -> LapsedLease:
     )
 
 
-def recover(namespace_id: int, worker_id: int | None, now: datetime | None) -> Verb[RecoveryReport]:
+def recover(namespace_id: int, now: datetime | None) -> Verb[RecoveryReport]:
     """Declare silent workers dead and take back every lapsed lease in the namespace."""
     dead = yield fetch_all("mark_dead_workers", {"now": now, "namespace_id": namespace_id})
     if dead:
@@ -180,7 +179,7 @@ def recover(namespace_id: int, worker_id: int | None, now: datetime | None) -> V
     recovered: list[str] = []
     failed: list[str] = []
     for row in rows:
-        plan = recovery_transition(lapsed_from_row(row), worker_id, now)
+        plan = recovery_transition(lapsed_from_row(row))
         written = yield from apply_transition(plan, now)
         if written is not None:
             (recovered if written is JobStatus.READY else failed).append(plan.job_ref)

@@ -93,7 +93,7 @@ def heartbeat(
             },
         )
     kept = {row["job_id"] for row in renewed}
-    yield from reclaim_recovery_slot(namespace_id, recovery_job_id, worker_id, now)
+    yield from reclaim_recovery_slot(namespace_id, recovery_job_id, now)
     return Heartbeat(
         alive=True,
         lost=frozenset(job for job, _ in held if job not in kept),
@@ -102,7 +102,7 @@ def heartbeat(
 
 
 def reclaim_recovery_slot(
-    namespace_id: int, recovery_job_id: int, worker_id: int, now: datetime | None
+    namespace_id: int, recovery_job_id: int, now: datetime | None
 ) -> Verb[bool]:
     """If the worker running ``sys.recovery`` died, put the slot back to ready."""
     rows = yield fetch_all(
@@ -112,7 +112,7 @@ def reclaim_recovery_slot(
     if not rows:
         return False
     lapsed = lapsed_from_row(rows[0])
-    written = yield from apply_transition(recovery_transition(lapsed, worker_id, now), now)
+    written = yield from apply_transition(recovery_transition(lapsed), now)
     return written is not None
 
 

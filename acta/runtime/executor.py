@@ -10,6 +10,7 @@ cancellation and abandoned; its late result is dropped, never written.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import traceback
 from collections.abc import Callable
@@ -273,6 +274,7 @@ async def _invoke(
     """Run the handler, racing its timeout and the worker's stop request."""
     loop = asyncio.get_running_loop()
     handler: asyncio.Future[Any]
+    thread: concurrent.futures.Future[Any] | None = None
     if definition is None:  # a system job: ``value`` is its coroutine function
         handler = asyncio.ensure_future(value(worker, ctx))
     else:
@@ -282,9 +284,8 @@ async def _invoke(
         if definition.is_async:
             handler = asyncio.ensure_future(target(*args, **kwargs))
         else:
-            handler = loop.run_in_executor(
-                worker.threads, functools.partial(target, *args, **kwargs)
-            )
+            thread = worker.threads.submit(functools.partial(target, *args, **kwargs))
+            handler = asyncio.wrap_future(thread, loop=loop)
     racers: set[asyncio.Future[Any]] = {handler, asyncio.ensure_future(run.stopped.wait())}
     deadline = None if limit is None else worker.clock.now() + limit
     if deadline is not None:
@@ -303,6 +304,8 @@ async def _invoke(
     reason = run.stop_reason or Stop.TIMEOUT
     run.cancellation.cancel(reason.value)
     if not handler.done():
+        if thread is not None:
+            worker.abandon(thread)
         handler.cancel()  # interrupts async handlers; a thread keeps running, flagged
         await asyncio.wait({handler}, timeout=CANCEL_GRACE_SECONDS)
     if handler.done() and not handler.cancelled():

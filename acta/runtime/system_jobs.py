@@ -39,9 +39,7 @@ class SystemJob:
 
 
 async def run_recovery(worker: Worker, ctx: JobContext) -> None:
-    report = await worker.write(
-        lambda: recover(worker.namespace_id, worker.worker_id, worker.now())
-    )
+    report = await worker.write(lambda: recover(worker.namespace_id, worker.now()))
     if report.dead_workers or report.recovered or report.failed:
         log.warning(
             "recovery: %d dead workers, %d jobs returned to ready, %d failed after losing their "

@@ -9,6 +9,7 @@ declared dead by recovery never writes again under that identity: it registers a
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import os
 import random
@@ -90,6 +91,10 @@ class Worker:
         self.rng = random.Random(seed)
         self.threads = ThreadPoolExecutor(max_workers=executors, thread_name_prefix="acta-handler")
         self.runs: dict[int, Run] = {}
+        # Sync handlers abandoned after a timeout or stop still occupy a pool thread; they count
+        # against the executors until they return, so new runs never queue behind them.
+        self.abandoned: set[concurrent.futures.Future[Any]] = set()
+        self._registering = asyncio.Lock()
         self.tasks: set[asyncio.Task[TickOutcome]] = set()
         self.skipped: set[int] = set()
         self.killed = False
@@ -163,8 +168,10 @@ class Worker:
         log.info("worker %s registered in namespace %r", self.incarnation, namespace)
 
     async def ensure_registered(self) -> None:
-        if not self.registered:
-            await self.register()
+        # Two coroutines (a tick and a heartbeat, say) must not register two incarnations.
+        async with self._registering:
+            if not self.registered:
+                await self.register()
 
     # -- claiming and running -------------------------------------------------------------
 
@@ -192,13 +199,15 @@ class Worker:
         job's name (None when nothing was claimed)."""
         if self.killed:
             return TickOutcome.KILLED, None
+        if self.free_executors() <= 0:
+            return TickOutcome.NOTHING_CLAIMED, None
         runs = await self.claim(1)
         if not runs:
             return TickOutcome.NOTHING_CLAIMED, None
         return await self.execute(runs[0]), runs[0].job.name
 
     async def _claim_step(self, now: datetime) -> datetime:
-        free = self.executors - len(self.runs)
+        free = self.free_executors()
         if free <= 0 or self.killed:
             return now + self.poll
         runs = await self.claim(free)
@@ -248,6 +257,23 @@ class Worker:
         return now + self.heartbeat
 
     # -- lifecycle ------------------------------------------------------------------------
+
+    def free_executors(self) -> int:
+        """Executors neither running a job nor stuck in an abandoned sync handler."""
+        self.abandoned = {f for f in self.abandoned if not f.done()}
+        return self.executors - len(self.runs) - len(self.abandoned)
+
+    def abandon(self, thread: concurrent.futures.Future[Any]) -> None:
+        """Count a stopped-but-still-running sync handler until its thread returns."""
+        self.abandoned.add(thread)
+        loop = asyncio.get_running_loop()
+
+        def returned(_: object) -> None:
+            self.abandoned.discard(thread)
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(self.wake)
+
+        thread.add_done_callback(returned)
 
     def kill(self) -> None:
         """Behave as if the process died this instant: no write of any kind from now on."""

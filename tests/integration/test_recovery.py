@@ -44,6 +44,7 @@ def test_killed_worker_job_is_finished_by_peer(acta_app: Acta, acta_host: Host) 
     ]
     lost = events[2]
     assert lost.execution == 1 and lost.reason is Reason.LEASE_EXPIRED
+    assert lost.worker == first.incarnation  # names the worker that lost the execution
     assert events[1].worker == first.incarnation and events[3].worker == peer.incarnation
     assert ran_on == ["execution 1", "execution 2"]
 
@@ -123,3 +124,24 @@ def test_worker_declared_dead_registers_again(acta_app: Acta, acta_host: Host) -
     assert first.incarnation != old
     states = {w.incarnation: w.status for w in acta_app.workers()}
     assert states[old] is WorkerStatus.DEAD and states[first.incarnation] is WorkerStatus.ACTIVE
+
+
+def test_graceful_stop_mid_run_hands_the_job_back(acta_app: Acta, acta_host: Host) -> None:
+    leaving = acta_host.worker
+    peer = acta_host.add_worker()
+
+    @acta_app.job("reindex")
+    def reindex(ctx: JobContext) -> str:
+        if ctx.execution == 1:
+            acta_host.stop(leaving)  # SIGTERM while the handler runs, no grace left
+            ctx.raise_if_cancelled()
+        return f"done on execution {ctx.execution}"
+
+    ref = reindex.enqueue()
+    assert acta_host.tick(leaving) == "rearmed"
+    job = acta_host.job(ref)
+    assert job.status is JobStatus.READY and job.attempts == 0  # handed back, nothing spent
+    assert acta_host.event_names(ref)[-2:] == ["execution-finished", "handed-back"]
+    assert acta_host.tick(peer) == "completed"
+    states = {w.incarnation: w.status for w in acta_app.workers()}
+    assert states[leaving.incarnation] is WorkerStatus.STOPPED

@@ -250,3 +250,28 @@ async def test_async_handler_is_interrupted_at_its_timeout(
     assert finished.duration_ms == 30_000
     assert failed.reason is Reason.ATTEMPTS_EXHAUSTED
     assert await acta_app.result_async(ref) is None
+
+
+def test_an_abandoned_sync_handler_keeps_its_executor_busy(acta_app: Acta, acta_host: Host) -> None:
+    worker = acta_host.add_worker(executors=1)
+    release = threading.Event()
+
+    @acta_app.job("wedged", timeout="10s", max_attempts=1)
+    def wedged(ctx: JobContext) -> None:
+        acta_host.advance("11s")  # the timeout fires while this thread is still busy
+        release.wait(30)  # bounded: the test releases it below
+
+    @acta_app.job("quick")
+    def quick() -> str:
+        return "ran"
+
+    stuck = wedged.enqueue()
+    later = quick.enqueue()
+    assert acta_host.tick(worker) == "failed"  # timed out and settled, thread still inside
+    assert acta_host.job(stuck).status.label == "failed"
+    assert acta_host.tick(worker) == "nothing-claimed"  # its only executor is still occupied
+    release.set()
+    for thread in list(worker.abandoned):
+        thread.result(timeout=30)
+    assert acta_host.tick(worker) == "completed"
+    assert acta_app.result(later) == "ran"
