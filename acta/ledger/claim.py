@@ -8,7 +8,7 @@ event. Both are fenced: a worker that lost its lease or was declared dead gets n
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from datetime import datetime
 
 from acta.ledger.enqueue import event_params
@@ -100,3 +100,13 @@ def start(
             ),
         )
     return Started(execution=execution, cancel_requested=bool(row["control"]))
+
+
+def start_many(
+    jobs: Sequence[tuple[Claimed, bool]], worker_id: int, now: datetime | None
+) -> Verb[list[Started | None]]:
+    """Start many claimed jobs in one transaction (group commit); one answer per job."""
+    out: list[Started | None] = []
+    for job, audit_started in jobs:
+        out.append((yield from start(job, worker_id, audit_started, now)))
+    return out

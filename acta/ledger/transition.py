@@ -10,6 +10,7 @@ dispatched goes back untouched.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -199,3 +200,13 @@ def request_cancel(job_id: int, epoch: int, now: datetime | None) -> Verb[bool]:
 def audit_events(level: AuditLevel, events: list[EventRecord]) -> tuple[EventRecord, ...]:
     """Keep the events a definition's audit level writes."""
     return tuple(e for e in events if audited(level, e.code, e.outcome))
+
+
+def apply_transitions(
+    plans: Sequence[Transition], now: datetime | None
+) -> Verb[list[JobStatus | None]]:
+    """Apply many independent plans in one transaction (group commit); one answer per plan."""
+    out: list[JobStatus | None] = []
+    for plan in plans:
+        out.append((yield from apply_transition(plan, now)))
+    return out

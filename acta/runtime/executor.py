@@ -21,8 +21,6 @@ from typing import TYPE_CHECKING, Any
 from acta.context import Cancellation, JobCancelledError, JobContext, job_logger
 from acta.errors import InputDecodeError, PayloadError
 from acta.ids import JobRef
-from acta.ledger.claim import start
-from acta.ledger.transition import apply_transition
 from acta.model.codes import EventCode, JobStatus, Outcome, Reason, audited
 from acta.model.rows import Claimed, Transition
 from acta.runtime import settler
@@ -103,11 +101,7 @@ async def execute(worker: Worker, run: Run) -> TickOutcome:
     policy = definition.policy
     if run.stop_reason is not None:
         return await _interrupted(worker, run, definition, None, None)
-    started = await worker.write(
-        lambda: start(
-            job, worker.worker_id, audited(policy.audit, EventCode.EXECUTION_STARTED), worker.now()
-        )
-    )
+    started = await worker.start(job, audited(policy.audit, EventCode.EXECUTION_STARTED))
     if worker.killed:
         return TickOutcome.KILLED
     if started is None:
@@ -253,7 +247,7 @@ async def _settle(worker: Worker, run: Run, plan: Transition, outcome: TickOutco
         return TickOutcome.KILLED
     if run.stop_reason is Stop.LEASE_LOST:
         return TickOutcome.LEASE_LOST
-    written = await worker.write(lambda: apply_transition(plan, worker.now()))
+    written = await worker.settle(plan)
     if worker.killed:
         return TickOutcome.KILLED
     if written is None:

@@ -15,7 +15,7 @@ import os
 import random
 import signal
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -24,10 +24,13 @@ from acta.clock import Clock
 from acta.duration import parse_duration
 from acta.errors import ValidationError
 from acta.ids import JobRef, new_incarnation
-from acta.ledger.claim import claim
+from acta.ledger.claim import claim, start_many
+from acta.ledger.transition import apply_transitions
 from acta.ledger.worker import RECOVERY_JOB, heartbeat, register, stop
-from acta.model.rows import Heartbeat, NewJob, WorkerSpec
+from acta.model.codes import JobStatus
+from acta.model.rows import Claimed, Heartbeat, NewJob, Started, Transition, WorkerSpec
 from acta.provider.verb import Verb
+from acta.runtime.batcher import GroupCommit
 from acta.runtime.bell import Bell
 from acta.runtime.executor import Run, Stop, TickOutcome, execute
 from acta.runtime.scheduler import Scheduler
@@ -106,6 +109,10 @@ class Worker:
         self._system = system_jobs(app)
         self.bells: list[Bell] = []
         self.scheduler = Scheduler(self.clock)
+        self._starts: GroupCommit[tuple[Claimed, bool], Started | None] = GroupCommit(
+            self._start_batch
+        )
+        self._settles: GroupCommit[Transition, JobStatus | None] = GroupCommit(self._settle_batch)
         self._heartbeat_loop = self.scheduler.add("heartbeat", self._heartbeat_step)
         self._claim_loop = self.scheduler.add("claim", self._claim_step)
 
@@ -117,6 +124,22 @@ class Worker:
 
     async def write(self, make: Callable[[], Verb[T]]) -> T:
         return await self.app.provider.run_async(make)
+
+    async def start(self, job: Claimed, audit_started: bool) -> Started | None:
+        """dispatched -> executing for one run, group-committed with other runs' starts."""
+        return await self._starts.submit((job, audit_started))
+
+    async def settle(self, plan: Transition) -> JobStatus | None:
+        """Apply one run's final transition, group-committed with other runs' settles."""
+        return await self._settles.submit(plan)
+
+    async def _start_batch(self, items: Sequence[tuple[Claimed, bool]]) -> list[Started | None]:
+        worker_id, now = self.worker_id, self.now()
+        return await self.write(lambda: start_many(items, worker_id, now))
+
+    async def _settle_batch(self, plans: Sequence[Transition]) -> list[JobStatus | None]:
+        now = self.now()
+        return await self.write(lambda: apply_transitions(plans, now))
 
     def system_job(self, name: str) -> SystemJob | None:
         return self._system.get(name)
