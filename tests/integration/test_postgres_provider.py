@@ -222,6 +222,13 @@ def test_a_foreign_object_is_refused_by_name(acta_app: Acta, acta_host: Host) ->
         confirm.enqueue("x", connection={})
 
 
+def test_each_event_loop_gets_its_own_pool(acta_provider: PostgresProvider) -> None:
+    # A script may call asyncio.run twice: the first loop's pool cannot serve the second.
+    first = asyncio.run(acta_provider.run_async(lambda: read.workers(None)))
+    second = asyncio.run(acta_provider.run_async(lambda: read.workers(None)))
+    assert first == second == []
+
+
 # -- connection loss ------------------------------------------------------------------------
 
 
@@ -330,14 +337,17 @@ def test_missing_schema_names_the_fix_without_the_password(pg_schemas: PostgresS
 
     dsn = make_conninfo(pg_schemas.dsn, password="s3cret-pw")  # trust auth ignores it
     provider = PostgresProvider(dsn, schema=f"acta_t_absent_{secrets.token_hex(3)}")
-    try:
-        with pytest.raises(SchemaError) as caught:
-            provider.check_schema()
-    finally:
-        provider.close()
+    with pytest.raises(SchemaError) as caught:
+        provider.check_schema()
     message = str(caught.value)
     assert "acta schema apply --database " in message and "--schema acta_t_absent_" in message
     assert "0001_ledger" in message and "s3cret-pw" not in message
+
+    # A verb run without the check (the schema vanished under a running app) says the same.
+    with pytest.raises(SchemaError, match="acta schema apply --database") as caught:
+        provider.run(lambda: read.workers(None))
+    assert "s3cret-pw" not in str(caught.value)
+    provider.close()
 
 
 def test_schema_behind_or_altered_is_a_schema_error(

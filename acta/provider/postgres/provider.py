@@ -1,9 +1,8 @@
 """The PostgreSQL provider: pooled connections, one transaction per verb, whole-verb retries.
 
-Sync callers (the producer surface, reads, the CLI) share a ``ConnectionPool``; the async
-runtime uses an ``AsyncConnectionPool`` bound to its event loop. Both are opened on first use,
-after one direct connection attempt, so a wrong DSN fails at once with the host and the cause
-instead of waiting out the pool's timeout. Connections are autocommit=False and every verb is
+Connections come from the pools of ``acta.provider.postgres.pools`` (a sync pool for the
+producer surface, reads and the CLI; an async pool per event loop for the runtime), opened on
+first use so that a wrong DSN fails at once. Connections are autocommit=False and every verb is
 one explicit transaction: commit at the end, rollback on any error. A serialization failure,
 a deadlock or a lost connection runs the whole verb again (reliability rule 7); a lost
 connection is first dropped from the pool. Nothing here keeps session state (rule 6).
@@ -14,17 +13,16 @@ connection, or on a SQLAlchemy Connection/Session unwrapped by ``acta.provider.c
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import threading
+from collections.abc import Iterator
 from typing import Any, TypeVar, cast
 
 import psycopg
-from psycopg import sql
+from psycopg import errors
 from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
-from acta.errors import ConfigurationError
+from acta.errors import ConfigurationError, SchemaError
 from acta.names import validate_schema_name
 from acta.provider import caller_tx
 from acta.provider.postgres import catalog
@@ -34,13 +32,14 @@ from acta.provider.postgres.connect import (
     retry_kind,
     utc_dict_row,
 )
+from acta.provider.postgres.pools import Pools
 from acta.provider.protocol import VerbFactory
 from acta.provider.statements import Statements, replace_schema
 from acta.provider.verb import Op, drive, drive_async
 
 T = TypeVar("T")
 
-PACKAGE = "acta.provider.postgres"
+PACKAGE = catalog.PACKAGE
 ATTEMPTS = 5
 _SAVEPOINT = "acta_verb"
 
@@ -79,20 +78,21 @@ class PostgresProvider:
         if min_connections > max_connections:
             raise ConfigurationError("min_connections cannot be larger than max_connections")
         self.target = Target(dsn, application_name)
-        self._min, self._max = min_connections, max_connections
-        self._connect_timeout = connect_timeout
-        self._pool_timeout = pool_timeout
-        self._qualifier = sql.Identifier(self.schema).as_string() + "."
+        self.pools = Pools(
+            self.target,
+            min_size=min_connections,
+            max_size=max_connections,
+            connect_timeout=connect_timeout,
+            pool_timeout=pool_timeout,
+        )
+        self._qualifier = catalog.qualifier(self.schema)
         self.statements = Statements(PACKAGE, self._qualify_sql, "pyformat")
-        self._lock = threading.Lock()
-        self._pool: ConnectionPool[psycopg.Connection[Any]] | None = None
-        self._apool: _AsyncPoolSlot | None = None
 
     # -- identity -------------------------------------------------------------------------
 
     @property
     def where(self) -> str:
-        return f"PostgreSQL {self.target.place}, schema {self.schema}"
+        return f"PostgreSQL {self.target.place} (schema {self.schema})"
 
     def qualify(self, name: str) -> str:
         return f"{self.schema}.{name}"
@@ -107,77 +107,19 @@ class PostgresProvider:
 
     # -- pools ----------------------------------------------------------------------------
 
-    def _pool_args(self) -> dict[str, Any]:
-        return {
-            "kwargs": self.target.connect_kwargs(self._connect_timeout),
-            "min_size": self._min,
-            "max_size": self._max,
-            "timeout": self._pool_timeout,
-            "name": "acta",
-            "open": False,
-        }
-
     def sync_pool(self) -> ConnectionPool[psycopg.Connection[Any]]:
         """The pool for sync callers, opened on first use."""
-        with self._lock:
-            if self._pool is None:
-                kwargs = self.target.connect_kwargs(self._connect_timeout)
-                try:
-                    psycopg.Connection.connect(self.target.dsn, **kwargs).close()
-                except psycopg.Error as exc:
-                    raise self.target.unavailable(exc) from None
-                pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
-                    self.target.dsn, **self._pool_args()
-                )
-                pool.open(wait=False)
-                self._pool = pool
-            return self._pool
+        return self.pools.sync()
 
     async def async_pool(self) -> AsyncConnectionPool[psycopg.AsyncConnection[Any]]:
-        """The pool for this event loop, opened on first use; a pool left behind by another
-        (finished) loop is released, since its connections cannot serve this one."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            slot = self._apool
-            if slot is None or slot.loop is not loop:
-                if slot is not None:
-                    slot.release()
-                slot = self._apool = _AsyncPoolSlot(loop, loop.create_task(self._open_async()))
-        try:
-            return await asyncio.shield(slot.opening)
-        except (psycopg.Error, Exception):
-            with self._lock:
-                if self._apool is slot and slot.opening.done():
-                    self._apool = None  # let the next call try again
-            raise
-
-    async def _open_async(self) -> AsyncConnectionPool[psycopg.AsyncConnection[Any]]:
-        kwargs = self.target.connect_kwargs(self._connect_timeout)
-        try:
-            await (await psycopg.AsyncConnection.connect(self.target.dsn, **kwargs)).close()
-        except psycopg.Error as exc:
-            raise self.target.unavailable(exc) from None
-        pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = AsyncConnectionPool(
-            self.target.dsn, **self._pool_args()
-        )
-        await pool.open(wait=False)
-        return pool
+        """The pool for the running event loop, opened on first use."""
+        return await self.pools.for_loop()
 
     def close(self) -> None:
-        with self._lock:
-            pool, self._pool = self._pool, None
-            slot, self._apool = self._apool, None
-        if pool is not None:
-            pool.close()
-        if slot is not None:
-            slot.release()
+        self.pools.close()
 
     async def aclose(self) -> None:
-        with self._lock:
-            slot, self._apool = self._apool, None
-        if slot is not None:
-            await slot.aclose()
-        await asyncio.get_running_loop().run_in_executor(None, self.close)
+        await self.pools.aclose()
 
     # -- running verbs --------------------------------------------------------------------
 
@@ -216,12 +158,11 @@ class PostgresProvider:
                 raise self.target.unavailable(exc, "get a connection to") from None
             except psycopg.Error as exc:
                 kind = retry_kind(exc, conn)
-                if kind is None:
-                    raise
-                if attempt == ATTEMPTS:
-                    if kind == "reconnect":
-                        raise self.target.unavailable(exc, "use") from exc
-                    raise
+                if kind is None or attempt == ATTEMPTS:
+                    failure = self._failed(exc, kind)
+                    if failure is exc:
+                        raise
+                    raise failure from exc
                 if kind == "reconnect":
                     pool.check()  # drop every idle connection the server also closed
         raise AssertionError("unreachable")  # pragma: no cover
@@ -254,12 +195,11 @@ class PostgresProvider:
                 raise self.target.unavailable(exc, "get a connection to") from None
             except psycopg.Error as exc:
                 kind = retry_kind(exc, aconn)
-                if kind is None:
-                    raise
-                if attempt == ATTEMPTS:
-                    if kind == "reconnect":
-                        raise self.target.unavailable(exc, "use") from exc
-                    raise
+                if kind is None or attempt == ATTEMPTS:
+                    failure = self._failed(exc, kind)
+                    if failure is exc:
+                        raise
+                    raise failure from exc
                 if kind == "reconnect":
                     await pool.check()
         raise AssertionError("unreachable")  # pragma: no cover
@@ -322,84 +262,45 @@ class PostgresProvider:
 
     # -- schema ---------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection for the schema operations (no retries: they run at startup)."""
+        pool = self.sync_pool()
+        try:
+            conn = pool.getconn()
+        except PoolTimeout as exc:
+            raise self.target.unavailable(exc, "get a connection to") from None
+        try:
+            yield conn
+        finally:
+            pool.putconn(conn)
+
     def check_schema(self) -> None:
-        with self.sync_pool().connection() as conn:
+        with self._connection() as conn:
             catalog.check(conn, self.schema, self.where, self.apply_hint())
 
     def migrate(self) -> list[str]:
-        with self.sync_pool().connection() as conn:
+        with self._connection() as conn:
             return catalog.migrate(conn, self.schema, self.where)
 
     def provisioning_sql(self) -> str:
         return catalog.provisioning_sql(self.schema)
 
     def dump_schema(self) -> str:
-        with self.sync_pool().connection() as conn:
+        with self._connection() as conn:
             return catalog.dump(conn, self.schema)
 
-
-class _AsyncPoolSlot:
-    """An async pool and the event loop it belongs to (its tasks live on that loop)."""
-
-    def __init__(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        opening: asyncio.Task[AsyncConnectionPool[psycopg.AsyncConnection[Any]]],
-    ) -> None:
-        self.loop = loop
-        self.opening = opening
-
-    def _opened(self) -> AsyncConnectionPool[psycopg.AsyncConnection[Any]] | None:
-        task = self.opening
-        if task.done() and not task.cancelled() and task.exception() is None:
-            return task.result()
-        return None
-
-    async def aclose(self) -> None:
-        """Close the pool; call on its own loop."""
-        with contextlib.suppress(Exception):
-            pool = await self.opening
-            await pool.close()
-
-    def release(self) -> None:
-        """Close the pool from anywhere: on its loop if that loop can still run, else by
-        dropping the idle connections' sockets (a closed loop runs no task ever again)."""
-        if self.loop.is_closed():
-            pool = self._opened()
-            if pool is not None:
-                _abandon(pool)
-            return
-        try:
-            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self.loop:
-            _keep(self.loop.create_task(self.aclose()))
-        elif self.loop.is_running():
-            asyncio.run_coroutine_threadsafe(self.aclose(), self.loop)
-        elif running is None:
-            self.loop.run_until_complete(self.aclose())
-        else:
-            pool = self._opened()
-            if pool is not None:
-                _abandon(pool)
-
-
-_pending: set[asyncio.Task[None]] = set()
-
-
-def _keep(task: asyncio.Task[None]) -> None:
-    # asyncio keeps only weak references to tasks; hold it until it finishes.
-    _pending.add(task)
-    task.add_done_callback(_pending.discard)
-
-
-def _abandon(pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]]) -> None:
-    """Close the sockets of a pool whose event loop is gone, so the server sees them leave."""
-    for conn in list(getattr(pool, "_pool", ())):
-        with contextlib.suppress(Exception):
-            conn.pgconn.finish()
-    pool._closed = True  # no loop is left to run its close()
+    def _failed(self, exc: psycopg.Error, kind: str | None) -> Exception:
+        """What a verb that cannot run again raises."""
+        if kind == "reconnect":
+            return self.target.unavailable(exc, "use")
+        if isinstance(exc, errors.UndefinedTable | errors.InvalidSchemaName):
+            return SchemaError(
+                f"the acta schema in {self.where} is missing or incomplete "
+                f"({self.target.scrub(str(exc).splitlines()[0])}); "
+                f"apply it with `{self.apply_hint()}`"
+            )
+        return exc
 
 
 def _wrong_connection(conn: object) -> ConfigurationError:

@@ -193,7 +193,7 @@ class SqliteProvider:
         if not isinstance(tx, sqlite3.Connection):
             raise ConfigurationError(
                 "the SQLite provider enqueues on a sqlite3.Connection or a SQLAlchemy "
-                f"Connection or Session, not {type(tx).__name__}"
+                f"Connection or Session, not {type(tx).__module__}.{type(tx).__qualname__}"
             )
         if not tx.in_transaction and _begins_implicitly(tx):
             # Python's default mode opens a transaction before the first write and leaves it

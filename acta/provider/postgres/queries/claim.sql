@@ -9,8 +9,8 @@
 -- claimer is taking right now are skipped instead of waited for, so concurrent workers never
 -- queue behind each other, and materializing runs the LIMIT exactly once (a plain
 -- "IN (SELECT ... LIMIT n FOR UPDATE SKIP LOCKED)" may be re-evaluated and claim more than n
--- rows). The UPDATE repeats the status guard, so a row that stopped being ready between the
--- pick and the write is not taken (reliability rule 5).
+-- rows). The UPDATE repeats the status guard (reliability rule 5): the row lock taken by the
+-- pick already keeps it ready, and the guard keeps that true should the pick ever change.
 WITH candidates AS MATERIALIZED (
     SELECT r.job_id
     FROM {schema}.runtime r
@@ -28,7 +28,8 @@ UPDATE {schema}.runtime r
 SET status           = 20,
     lease_owner      = :worker_id,
     lease_epoch      = r.lease_epoch + 1,
-    lease_expires_at = COALESCE(:now::timestamptz, now()) + :lease_ms * interval '1 millisecond',
+    lease_expires_at = COALESCE(:now::timestamptz, now())
+                       + :lease_ms::bigint * interval '1 millisecond',
     version          = r.version + 1,
     updated_at       = COALESCE(:now::timestamptz, now())
 FROM candidates c

@@ -46,7 +46,7 @@ INSERT INTO {schema}.runtime
     (job_id, namespace_id, definition_id, status, priority, next_run_at, updated_at)
 VALUES (:job_id, :namespace_id, :definition_id, :status, :priority,
         COALESCE(:run_at::timestamptz,
-                 COALESCE(:now::timestamptz, now()) + :delay_ms * interval '1 millisecond'),
+                 COALESCE(:now::timestamptz, now()) + :delay_ms::bigint * interval '1 millisecond'),
         COALESCE(:now::timestamptz, now()));
 
 -- name: insert_tag

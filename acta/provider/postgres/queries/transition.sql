@@ -13,7 +13,8 @@ SELECT r.control, r.status, r.executions, r.attempts
 FROM {schema}.runtime r
 WHERE r.job_id = :job_id
   AND r.lease_epoch = :epoch
-  AND r.status IN (SELECT x.code::smallint FROM jsonb_array_elements_text(:expect::jsonb) AS x(code))
+  AND r.status IN (
+      SELECT x.code::smallint FROM jsonb_array_elements_text(:expect::jsonb) AS x(code))
   AND (:owner::bigint IS NULL OR r.lease_owner = :owner::bigint)
   AND (:lapsed = 0 OR r.lease_expires_at < COALESCE(:now::timestamptz, now()))
 FOR UPDATE;

@@ -36,7 +36,8 @@ WHERE id = :worker_id AND status = 1;
 -- [job_id, epoch] pairs); a pair missing from the result was taken away (recovered, cancelled,
 -- re-claimed) and its handler must stop writing.
 UPDATE {schema}.runtime
-SET lease_expires_at = COALESCE(:now::timestamptz, now()) + :lease_ms * interval '1 millisecond'
+SET lease_expires_at = COALESCE(:now::timestamptz, now())
+                       + :lease_ms::bigint * interval '1 millisecond'
 WHERE lease_owner = :worker_id
   AND status IN (20, 21)
   AND (job_id, lease_epoch) IN (
