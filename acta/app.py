@@ -235,9 +235,14 @@ class Acta(ReadSurface):
         known = self._known if own_tx else None
         now = self.clock.sql_now()
         namespace = self.namespace
+        provider = self.provider
+        fused = "fused" in provider.features
+        channel = provider.channel if "notify" in provider.features else None
 
         def make() -> Any:
-            return enqueue_verbs.enqueue(namespace, specs, jobs, now, known)
+            return enqueue_verbs.enqueue(
+                namespace, specs, jobs, now, known, fused=fused, channel=channel
+            )
 
         return make
 

@@ -8,8 +8,9 @@ event. Both are fenced: a worker that lost its lease or was declared dead gets n
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from acta.ledger.enqueue import event_params
 from acta.model.codes import EventCode
@@ -24,8 +25,22 @@ def claim(
     skip_definitions: Collection[int],
     lease_ms: int,
     now: datetime | None,
+    fused: bool = False,
 ) -> Verb[list[Claimed]]:
-    """Lease up to ``limit`` due jobs in claim order."""
+    """Lease up to ``limit`` due jobs in claim order (one round trip when ``fused``)."""
+    if fused:
+        rows = yield fetch_all(
+            "fused_claim",
+            {
+                "now": now,
+                "worker_id": worker_id,
+                "namespace_id": namespace_id,
+                "limit": limit,
+                "skip": sorted(skip_definitions),
+                "lease_ms": lease_ms,
+            },
+        )
+        return [_claimed(row) for row in rows]
     leased = yield fetch_all(
         "claim",
         {
@@ -42,24 +57,25 @@ def claim(
     rows = yield fetch_all(
         "claimed_jobs", {"job_ids": json.dumps([row["job_id"] for row in leased])}
     )
-    return [
-        Claimed(
-            job_id=row["job_id"],
-            job_ref=row["job_ref"],
-            name=row["name"],
-            definition_id=row["definition_id"],
-            namespace_id=row["namespace_id"],
-            epoch=row["lease_epoch"],
-            attempts=row["attempts"],
-            executions=row["executions"],
-            priority=row["priority"],
-            input_codec=row["input_codec"],
-            input=bytes(row["input"]),
-            correlation_key=row["correlation_key"],
-            created_at=row["created_at"],
-        )
-        for row in rows
-    ]
+    return [_claimed(row) for row in rows]
+
+
+def _claimed(row: Mapping[str, Any]) -> Claimed:
+    return Claimed(
+        job_id=row["job_id"],
+        job_ref=row["job_ref"],
+        name=row["name"],
+        definition_id=row["definition_id"],
+        namespace_id=row["namespace_id"],
+        epoch=row["lease_epoch"],
+        attempts=row["attempts"],
+        executions=row["executions"],
+        priority=row["priority"],
+        input_codec=row["input_codec"],
+        input=bytes(row["input"]),
+        correlation_key=row["correlation_key"],
+        created_at=row["created_at"],
+    )
 
 
 def start(
@@ -103,10 +119,29 @@ def start(
 
 
 def start_many(
-    jobs: Sequence[tuple[Claimed, bool]], worker_id: int, now: datetime | None
+    jobs: Sequence[tuple[Claimed, bool]], worker_id: int, now: datetime | None, fused: bool = False
 ) -> Verb[list[Started | None]]:
-    """Start many claimed jobs in one transaction (group commit); one answer per job."""
+    """Start many claimed jobs in one transaction (group commit); one answer per job.
+
+    Fused, the whole batch is one statement; a run it could not start (its lease moved on)
+    takes the portable path, which records the fenced write."""
+    done: dict[int, Started] = {}
+    if fused:
+        rows = yield fetch_all(
+            "fused_start",
+            {
+                "now": now,
+                "worker_id": worker_id,
+                "job_ids": [job.job_id for job, _ in jobs],
+                "epochs": [job.epoch for job, _ in jobs],
+                "audit": [audit for _, audit in jobs],
+            },
+        )
+        done = {row["job_id"]: Started(row["executions"], bool(row["control"])) for row in rows}
     out: list[Started | None] = []
     for job, audit_started in jobs:
-        out.append((yield from start(job, worker_id, audit_started, now)))
+        if job.job_id in done:
+            out.append(done[job.job_id])
+        else:
+            out.append((yield from start(job, worker_id, audit_started, now)))
     return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from acta.model.codes import EventCode, JobStatus, audited
 from acta.model.rows import DefinitionSpec, Enqueued, NewJob
@@ -52,14 +53,56 @@ def enqueue(
     jobs: Sequence[NewJob],
     now: datetime | None,
     known: tuple[int, Mapping[str, int]] | None = None,
+    *,
+    fused: bool = False,
+    channel: str | None = None,
 ) -> Verb[tuple[list[Enqueued], tuple[int, Mapping[str, int]]]]:
     """Write ``jobs``; ``known`` (namespace id, definition ids) skips the catalog upserts.
 
-    Returns what was written and the ids used, which the caller may cache once committed."""
+    ``fused`` writes the whole batch in one statement (server dialects); ``channel`` rings the
+    database bell when a job due now was written. Returns what was written and the ids used,
+    which the caller may cache once committed."""
     if known is None or any(job.definition not in known[1] for job in jobs):
         needed = [specs[name] for name in dict.fromkeys(job.definition for job in jobs)]
         known = yield from ensure_definitions(namespace, needed, now, "ensure_definition")
     namespace_id, definition_ids = known
+    # Two requests with one deduplication key in one batch are one job: send the first only.
+    first: dict[str, NewJob] = {}
+    unique = [j for j in jobs if j.dedup_key is None or first.setdefault(j.dedup_key, j) is j]
+    if fused:
+        written = yield from _fused(namespace_id, definition_ids, unique, now)
+    else:
+        written = yield from _portable(namespace_id, definition_ids, unique, now)
+    by_ref = {j.job_ref: w for j, w in zip(unique, written, strict=True)}
+    out = []
+    for job in jobs:
+        if job.dedup_key is not None and first[job.dedup_key] is not job:
+            winner = by_ref[first[job.dedup_key].job_ref]
+            out.append(Enqueued(winner.job_ref, winner.job_id, created=False))
+        else:
+            out.append(by_ref[job.job_ref])
+    if channel is not None and any(
+        w.created and j.run_at is None and j.delay_ms == 0
+        for w, j in zip(written, unique, strict=True)
+    ):
+        yield fetch_one("notify_ready", {"channel": channel, "namespace": namespace})
+    return out, known
+
+
+def _resolve(job: NewJob, holder: Mapping[str, Any] | None) -> Enqueued:
+    """A row the unique keys refused: this very job (written by an earlier try whose commit
+    outcome was unknown), or the job that already holds its deduplication key."""
+    if holder is None:
+        raise AssertionError(f"job {job.job_ref} was refused but no job holds its keys")
+    return Enqueued(holder["job_ref"], holder["job_id"], created=holder["job_ref"] == job.job_ref)
+
+
+def _portable(
+    namespace_id: int,
+    definition_ids: Mapping[str, int],
+    jobs: Sequence[NewJob],
+    now: datetime | None,
+) -> Verb[list[Enqueued]]:
     out: list[Enqueued] = []
     events: list[dict[str, object]] = []
     tags: list[dict[str, object]] = []
@@ -79,10 +122,11 @@ def enqueue(
             },
         )
         if row is None:
-            existing = yield fetch_one(
-                "job_by_dedup_key", {"namespace_id": namespace_id, "dedup_key": job.dedup_key}
+            holder = yield fetch_one(
+                "job_by_ref_or_dedup_key",
+                {"namespace_id": namespace_id, "job_ref": job.job_ref, "dedup_key": job.dedup_key},
             )
-            out.append(Enqueued(existing["job_ref"], existing["job_id"], created=False))
+            out.append(_resolve(job, holder))
             continue
         job_id = row["job_id"]
         yield execute(
@@ -106,7 +150,57 @@ def enqueue(
         yield execute_many("insert_tag", tags)
     if events:
         yield execute_many("insert_event", events)
-    return out, known
+    return out
+
+
+def _fused(
+    namespace_id: int,
+    definition_ids: Mapping[str, int],
+    jobs: Sequence[NewJob],
+    now: datetime | None,
+) -> Verb[list[Enqueued]]:
+    rows = yield fetch_all(
+        "fused_enqueue",
+        {
+            "now": now,
+            "namespace_id": namespace_id,
+            "job_refs": [j.job_ref for j in jobs],
+            "definition_ids": [definition_ids[j.definition] for j in jobs],
+            "dedup_keys": [j.dedup_key for j in jobs],
+            "correlation_keys": [j.correlation_key for j in jobs],
+            "codecs": [j.input_codec for j in jobs],
+            "inputs": [j.input for j in jobs],
+            "priorities": [j.priority for j in jobs],
+            "run_ats": [j.run_at for j in jobs],
+            "delays": [j.delay_ms for j in jobs],
+            "audit": [audited(j.audit_level, EventCode.ENQUEUED) for j in jobs],
+            "tag_refs": [j.job_ref for j in jobs for _ in j.tags],
+            "tags": [tag for j in jobs for tag in j.tags],
+        },
+    )
+    refused = [job for job, row in zip(jobs, rows, strict=True) if row["job_id"] is None]
+    holders: dict[str, Mapping[str, Any]] = {}
+    if refused:
+        found = yield fetch_all(
+            "jobs_by_ref_or_dedup",
+            {
+                "namespace_id": namespace_id,
+                "job_refs": [j.job_ref for j in refused],
+                "dedup_keys": [j.dedup_key for j in refused if j.dedup_key is not None],
+            },
+        )
+        for row in found:
+            holders[row["job_ref"]] = row
+            if row["dedup_key"] is not None:
+                holders[f"dedup:{row['dedup_key']}"] = row
+    out = []
+    for job, row in zip(jobs, rows, strict=True):
+        if row["job_id"] is not None:
+            out.append(Enqueued(job.job_ref, row["job_id"], created=True))
+        else:
+            holder = holders.get(job.job_ref) or holders.get(f"dedup:{job.dedup_key}")
+            out.append(_resolve(job, holder))
+    return out
 
 
 def event_params(

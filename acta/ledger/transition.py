@@ -203,10 +203,51 @@ def audit_events(level: AuditLevel, events: list[EventRecord]) -> tuple[EventRec
 
 
 def apply_transitions(
-    plans: Sequence[Transition], now: datetime | None
+    plans: Sequence[Transition], now: datetime | None, fused: bool = False
 ) -> Verb[list[JobStatus | None]]:
-    """Apply many independent plans in one transaction (group commit); one answer per plan."""
+    """Apply many independent plans in one transaction (group commit); one answer per plan.
+
+    Fused, the worker writes go out as one statement; a plan it left out (fenced, or a cancel
+    request pending) takes the portable path, which records the fence or applies on_cancel."""
+    done: set[int] = set()
+    fast = [p for p in plans if p.owner is not None and not p.lapsed]
+    if fused and fast:
+        rows = yield fetch_all("fused_settle", _fused_settle_params(fast, now))
+        done = {row["job_id"] for row in rows}
     out: list[JobStatus | None] = []
     for plan in plans:
-        out.append((yield from apply_transition(plan, now)))
+        if plan.job_id in done and plan.owner is not None and not plan.lapsed:
+            out.append(plan.status)
+        else:
+            out.append((yield from apply_transition(plan, now)))
     return out
+
+
+def _fused_settle_params(plans: Sequence[Transition], now: datetime | None) -> dict[str, object]:
+    events = [(p, e) for p in plans for e in p.events]
+    results = [(p.job_id, p.result) for p in plans if p.result is not None]
+    return {
+        "now": now,
+        "job_ids": [p.job_id for p in plans],
+        "epochs": [p.epoch for p in plans],
+        "expects": [int(p.expect[0]) for p in plans],
+        "owners": [p.owner for p in plans],
+        "statuses": [int(p.status) for p in plans],
+        "delays": [p.delay_ms for p in plans],
+        "charges": [p.charge for p in plans],
+        "result_job_ids": [job_id for job_id, _ in results],
+        "result_codecs": [r[0] for _, r in results if r is not None],
+        "result_bodies": [r[1] for _, r in results if r is not None],
+        "ev_namespace_ids": [p.namespace_id for p, _ in events],
+        "ev_job_ids": [p.job_id for p, _ in events],
+        "ev_job_refs": [p.job_ref for p, _ in events],
+        "ev_worker_ids": [p.worker_id for p, _ in events],
+        "ev_codes": [int(e.code) for _, e in events],
+        "ev_executions": [e.execution for _, e in events],
+        "ev_epochs": [p.epoch for p, _ in events],
+        "ev_outcomes": [None if e.outcome is None else int(e.outcome) for _, e in events],
+        "ev_reasons": [None if e.reason is None else int(e.reason) for _, e in events],
+        "ev_durations": [e.duration_ms for _, e in events],
+        "ev_messages": [e.message for _, e in events],
+        "ev_details": [e.detail for _, e in events],
+    }

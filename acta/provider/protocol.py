@@ -17,12 +17,30 @@ T = TypeVar("T")
 
 VerbFactory = Callable[[], Verb[T]]
 
+# Statements only server dialects define: whole batches in one round trip ("fused") and the
+# NOTIFY bell ("notify"). SQLite runs in-process, where a round trip costs nothing, and takes
+# the portable statements instead; every other statement exists in every dialect.
+SERVER_STATEMENTS = frozenset(
+    {
+        "fused_claim",
+        "fused_start",
+        "fused_settle",
+        "fused_enqueue",
+        "jobs_by_ref_or_dedup",
+        "notify_ready",
+    }
+)
+
 
 class Provider(Protocol):
     """A database backend for the ledger."""
 
     dialect: str
     schema: str
+    features: frozenset[str]
+    """"fused": the fused statements exist; "notify": ``notify_ready`` rings a bell."""
+    channel: str
+    """The notification channel of this ledger (meaningful with the "notify" feature)."""
 
     @property
     def where(self) -> str:

@@ -135,11 +135,16 @@ class Worker:
 
     async def _start_batch(self, items: Sequence[tuple[Claimed, bool]]) -> list[Started | None]:
         worker_id, now = self.worker_id, self.now()
-        return await self.write(lambda: start_many(items, worker_id, now))
+        return await self.write(lambda: start_many(items, worker_id, now, self.fused))
 
     async def _settle_batch(self, plans: Sequence[Transition]) -> list[JobStatus | None]:
         now = self.now()
-        return await self.write(lambda: apply_transitions(plans, now))
+        return await self.write(lambda: apply_transitions(plans, now, self.fused))
+
+    @property
+    def fused(self) -> bool:
+        """Whether the ledger runs whole batches as one statement (server dialects)."""
+        return "fused" in self.app.provider.features
 
     def system_job(self, name: str) -> SystemJob | None:
         return self._system.get(name)
@@ -204,7 +209,7 @@ class Worker:
         lease_ms = self.lease // timedelta(milliseconds=1)
         args = (self.worker_id, self.namespace_id, limit, frozenset(self.skipped), lease_ms)
         now = self.now()
-        claimed = await self.write(lambda: claim(*args, now))
+        claimed = await self.write(lambda: claim(*args, now, self.fused))
         loop = asyncio.get_running_loop()
         runs = [Run(job, loop) for job in claimed]
         for run in runs:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from acta.provider.protocol import SERVER_STATEMENTS
 from acta.provider.statements import Statements, convert_params
 
 
@@ -46,7 +47,9 @@ def test_every_dialect_defines_the_same_statement_names() -> None:
     postgres = _names("acta.provider.postgres", "pyformat")
     assert sqlite, "the SQLite dialect defines no statements"
     assert sorted(sqlite - postgres) == [], "missing on PostgreSQL"
-    assert sorted(postgres - sqlite) == [], "missing on SQLite"
+    assert sorted(postgres - sqlite - SERVER_STATEMENTS) == [], "missing on SQLite"
+    assert sorted(SERVER_STATEMENTS - postgres) == [], "server statements missing on PostgreSQL"
+    assert sorted(sqlite & SERVER_STATEMENTS) == [], "SQLite must not define server statements"
 
 
 def test_postgres_statements_use_the_database_clock_when_now_is_null() -> None:

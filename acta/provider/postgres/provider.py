@@ -56,6 +56,7 @@ class PostgresProvider:
     """
 
     dialect = "postgres"
+    features = frozenset({"fused", "notify"})
 
     def __init__(
         self,
@@ -69,6 +70,8 @@ class PostgresProvider:
         application_name: str = DEFAULT_APPLICATION_NAME,
     ) -> None:
         self.schema = validate_schema_name(schema)
+        # One channel per ledger schema; the payload names the namespace.
+        self.channel = f"{self.schema}_ready"
         for name, value in (
             ("min_connections", min_connections),
             ("max_connections", max_connections),

@@ -52,6 +52,8 @@ class SqliteProvider:
     """Ledger on a SQLite file (``:memory:`` is refused: workers need a shared file)."""
 
     dialect = "sqlite"
+    features: frozenset[str] = frozenset()
+    channel = ""
 
     def __init__(
         self,

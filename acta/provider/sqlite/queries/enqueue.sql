@@ -24,7 +24,8 @@ JOIN {schema}.namespaces n ON n.id = d.namespace_id
 WHERE n.name = :namespace;
 
 -- name: insert_job
--- A duplicate deduplication key inserts nothing and returns no row.
+-- A row that hits a unique key (a duplicate deduplication key, or this job already written by
+-- an earlier try whose commit outcome was unknown) inserts nothing and returns no row.
 WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
 INSERT INTO {schema}.jobs
     (job_ref, namespace_id, definition_id, dedup_key, correlation_key, input_codec, input,
@@ -33,13 +34,18 @@ SELECT :job_ref, :namespace_id, :definition_id, :dedup_key, :correlation_key, :i
        :input, t.now
 FROM t
 WHERE true
-ON CONFLICT (namespace_id, dedup_key) DO NOTHING
+ON CONFLICT DO NOTHING
 RETURNING id AS job_id;
 
--- name: job_by_dedup_key
+-- name: job_by_ref_or_dedup_key
+-- After insert_job refused a row: the job holding its ref (this very job, written by an earlier
+-- try whose commit outcome was unknown) or its deduplication key.
 SELECT id AS job_id, job_ref
 FROM {schema}.jobs
-WHERE namespace_id = :namespace_id AND dedup_key = :dedup_key;
+WHERE job_ref = :job_ref
+   OR (namespace_id = :namespace_id AND dedup_key = :dedup_key)
+ORDER BY job_ref = :job_ref DESC
+LIMIT 1;
 
 -- name: insert_runtime
 -- next_run_at is the given instant, or now plus the delay.

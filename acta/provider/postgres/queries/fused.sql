@@ -1,0 +1,194 @@
+-- Fused statements: the hot verbs as one round trip each, for server dialects only.
+--
+-- Each one does, for a whole batch, what the portable statements do row by row: the guarded
+-- update and the events that explain it, in one data-modifying CTE. Rows whose guard fails are
+-- simply absent from the result; the verb then takes the portable path for those few (which
+-- records a fenced write or applies a pending cancellation), in the same transaction.
+-- Batches arrive as parallel arrays (unnest) so psycopg sends them as typed parameters.
+
+-- name: fused_claim
+-- claim + claimed_jobs in one statement. See claim for why MATERIALIZED and SKIP LOCKED.
+WITH candidates AS MATERIALIZED (
+    SELECT r.job_id
+    FROM {schema}.runtime r
+    WHERE r.namespace_id = :namespace_id
+      AND r.status = 10
+      AND r.next_run_at <= COALESCE(:now::timestamptz, now())
+      AND r.definition_id <> ALL (:skip::bigint[])
+      AND EXISTS (SELECT 1 FROM {schema}.workers w WHERE w.id = :worker_id AND w.status = 1)
+    ORDER BY r.priority DESC, r.next_run_at, r.job_id
+    LIMIT :limit
+    FOR UPDATE OF r SKIP LOCKED
+),
+claimed AS (
+    UPDATE {schema}.runtime r
+    SET status           = 20,
+        lease_owner      = :worker_id,
+        lease_epoch      = r.lease_epoch + 1,
+        lease_expires_at = COALESCE(:now::timestamptz, now())
+                           + :lease_ms::bigint * interval '1 millisecond',
+        version          = r.version + 1,
+        updated_at       = COALESCE(:now::timestamptz, now())
+    FROM candidates c
+    WHERE r.job_id = c.job_id
+      AND r.status = 10
+    RETURNING r.job_id, r.lease_epoch, r.attempts, r.executions, r.priority, r.next_run_at
+)
+SELECT c.job_id, j.job_ref, d.name, j.definition_id, j.namespace_id, c.lease_epoch,
+       c.attempts, c.executions, c.priority, j.input_codec, j.input, j.correlation_key,
+       j.created_at
+FROM claimed c
+JOIN {schema}.jobs j        ON j.id = c.job_id
+JOIN {schema}.definitions d ON d.id = j.definition_id
+ORDER BY c.priority DESC, c.next_run_at, c.job_id;
+
+-- name: fused_start
+-- dispatched -> executing for a batch of this worker's runs, with their execution-started
+-- events (for the runs whose definition audits them). Fenced runs are absent from the result.
+WITH plan AS (
+    SELECT * FROM unnest(:job_ids::bigint[], :epochs::bigint[], :audit::boolean[])
+        AS p(job_id, epoch, audit)
+),
+started AS (
+    UPDATE {schema}.runtime r
+    SET status     = 21,
+        executions = r.executions + 1,
+        version    = r.version + 1,
+        updated_at = COALESCE(:now::timestamptz, now())
+    FROM plan p
+    WHERE r.job_id = p.job_id
+      AND r.lease_epoch = p.epoch
+      AND r.status = 20
+      AND r.lease_owner = :worker_id
+    RETURNING r.job_id, r.namespace_id, r.executions, r.control, r.lease_epoch
+),
+logged AS (
+    INSERT INTO {schema}.events (at, namespace_id, job_id, job_ref, worker_id, code, execution, epoch)
+    SELECT COALESCE(:now::timestamptz, now()), s.namespace_id, s.job_id, j.job_ref, :worker_id,
+           10, s.executions, s.lease_epoch
+    FROM started s
+    JOIN plan p ON p.job_id = s.job_id
+    JOIN {schema}.jobs j ON j.id = s.job_id
+    WHERE p.audit
+)
+SELECT job_id, executions, control FROM started;
+
+-- name: fused_settle
+-- The common settle for a batch: guard, new state, result and events in one statement. The
+-- guard also requires no pending cancel request (control = 0): those, and fenced runs, are
+-- left out of the result and go through transition_guard/transition instead.
+WITH plan AS (
+    SELECT * FROM unnest(:job_ids::bigint[], :epochs::bigint[], :expects::smallint[],
+                         :owners::bigint[], :statuses::smallint[], :delays::bigint[],
+                         :charges::int[])
+        AS p(job_id, epoch, expect, owner, status, delay_ms, charge)
+),
+settled AS (
+    UPDATE {schema}.runtime r
+    SET status           = p.status,
+        next_run_at      = CASE WHEN p.delay_ms IS NULL THEN r.next_run_at
+                                ELSE COALESCE(:now::timestamptz, now())
+                                     + p.delay_ms * interval '1 millisecond' END,
+        attempts         = r.attempts + p.charge,
+        lease_owner      = NULL,
+        lease_expires_at = NULL,
+        version          = r.version + 1,
+        updated_at       = COALESCE(:now::timestamptz, now())
+    FROM plan p
+    WHERE r.job_id = p.job_id
+      AND r.lease_epoch = p.epoch
+      AND r.status = p.expect
+      AND r.lease_owner = p.owner
+      AND r.control = 0
+    RETURNING r.job_id
+),
+stored AS (
+    INSERT INTO {schema}.results (job_id, codec, body, created_at)
+    SELECT x.job_id, x.codec, x.body, COALESCE(:now::timestamptz, now())
+    FROM unnest(:result_job_ids::bigint[], :result_codecs::smallint[], :result_bodies::bytea[])
+        AS x(job_id, codec, body)
+    WHERE x.job_id IN (SELECT job_id FROM settled)
+    ON CONFLICT (job_id) DO UPDATE SET
+        codec = excluded.codec, body = excluded.body, created_at = excluded.created_at
+),
+logged AS (
+    INSERT INTO {schema}.events
+        (at, namespace_id, job_id, job_ref, worker_id, code, execution, epoch, outcome, reason,
+         duration_ms, message, detail)
+    SELECT COALESCE(:now::timestamptz, now()), e.namespace_id, e.job_id, e.job_ref, e.worker_id,
+           e.code, e.execution, e.epoch, e.outcome, e.reason, e.duration_ms, e.message,
+           e.detail
+    FROM unnest(:ev_namespace_ids::bigint[], :ev_job_ids::bigint[], :ev_job_refs::text[],
+                :ev_worker_ids::bigint[], :ev_codes::smallint[], :ev_executions::int[],
+                :ev_epochs::bigint[], :ev_outcomes::smallint[], :ev_reasons::smallint[],
+                :ev_durations::bigint[], :ev_messages::text[], :ev_details::text[])
+        WITH ORDINALITY AS e(namespace_id, job_id, job_ref, worker_id, code, execution, epoch,
+                             outcome, reason, duration_ms, message, detail, ord)
+    WHERE e.job_id IN (SELECT job_id FROM settled)
+    ORDER BY e.ord
+)
+SELECT job_id FROM settled;
+
+-- name: fused_enqueue
+-- A batch of new jobs in one statement: jobs, runtime rows, tags and enqueued events. A row
+-- that hits a unique key (a duplicate deduplication key, or this very job already written by
+-- an earlier try whose commit outcome was unknown) inserts nothing and comes back with a NULL
+-- job_id; the verb looks those up afterwards.
+WITH input AS (
+    SELECT * FROM unnest(:job_refs::text[], :definition_ids::bigint[], :dedup_keys::text[],
+                         :correlation_keys::text[], :codecs::smallint[], :inputs::bytea[],
+                         :priorities::smallint[], :run_ats::timestamptz[], :delays::bigint[],
+                         :audit::boolean[])
+        WITH ORDINALITY AS i(job_ref, definition_id, dedup_key, correlation_key, input_codec,
+                             input, priority, run_at, delay_ms, audit, ord)
+),
+inserted AS (
+    INSERT INTO {schema}.jobs
+        (job_ref, namespace_id, definition_id, dedup_key, correlation_key, input_codec, input,
+         created_at)
+    SELECT i.job_ref, :namespace_id, i.definition_id, i.dedup_key, i.correlation_key,
+           i.input_codec, i.input, COALESCE(:now::timestamptz, now())
+    FROM input i
+    ORDER BY i.ord
+    ON CONFLICT DO NOTHING
+    RETURNING id, job_ref
+),
+made AS (
+    INSERT INTO {schema}.runtime
+        (job_id, namespace_id, definition_id, status, priority, next_run_at, updated_at)
+    SELECT n.id, :namespace_id, i.definition_id, 10, i.priority,
+           COALESCE(i.run_at,
+                    COALESCE(:now::timestamptz, now()) + i.delay_ms * interval '1 millisecond'),
+           COALESCE(:now::timestamptz, now())
+    FROM inserted n
+    JOIN input i ON i.job_ref = n.job_ref
+),
+tagged AS (
+    INSERT INTO {schema}.job_tags (job_id, tag)
+    SELECT n.id, t.tag
+    FROM unnest(:tag_refs::text[], :tags::text[]) AS t(job_ref, tag)
+    JOIN inserted n ON n.job_ref = t.job_ref
+),
+logged AS (
+    INSERT INTO {schema}.events (at, namespace_id, job_id, job_ref, code)
+    SELECT COALESCE(:now::timestamptz, now()), :namespace_id, n.id, n.job_ref, 1
+    FROM inserted n
+    JOIN input i ON i.job_ref = n.job_ref
+    WHERE i.audit
+)
+SELECT i.ord, i.job_ref, n.id AS job_id
+FROM input i
+LEFT JOIN inserted n ON n.job_ref = i.job_ref
+ORDER BY i.ord;
+
+-- name: jobs_by_ref_or_dedup
+-- After fused_enqueue: who holds the keys that refused some rows.
+SELECT id AS job_id, job_ref, dedup_key
+FROM {schema}.jobs
+WHERE job_ref = ANY (:job_refs::text[])
+   OR (namespace_id = :namespace_id AND dedup_key = ANY (:dedup_keys::text[]));
+
+-- name: notify_ready
+-- Ring the bell: idle workers LISTENing on this channel claim at once. Delivered on commit,
+-- so a rolled-back enqueue never wakes anyone. The payload names the namespace.
+SELECT pg_notify(:channel, :namespace);
