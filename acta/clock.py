@@ -90,9 +90,12 @@ class ManualClock:
         with self._lock:
             return self._ticks
 
-    def advance(self, delta: timedelta | float) -> datetime:
-        """Move time forward by ``delta`` (a timedelta or seconds) and return the new instant."""
-        step = delta if isinstance(delta, timedelta) else timedelta(seconds=delta)
+    def advance(self, delta: timedelta | float | str) -> datetime:
+        """Move time forward by ``delta`` (a timedelta, seconds, or text such as ``"5m"``) and
+        return the new instant."""
+        from acta.duration import parse_duration
+
+        step = parse_duration(delta, field="delta", allow_zero=True)
         if step < timedelta(0):
             raise ValueError("a clock only moves forward; use set() to jump elsewhere")
         with self._lock:

@@ -9,9 +9,13 @@ means or which events to write was decided before the verb was built.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from acta.provider.verb import Verb
+
+if TYPE_CHECKING:
+    from acta.clock import Clock
+    from acta.runtime.bell import Bell
 
 T = TypeVar("T")
 
@@ -73,6 +77,11 @@ class Provider(Protocol):
 
     def dump_schema(self) -> str:
         """The live catalog of the ledger, normalised, to compare with schema.sql."""
+        ...
+
+    def bell(self, namespace: str, clock: Clock) -> Bell | None:
+        """A bell that rings when another process enqueues in ``namespace``, if the database
+        has one (PostgreSQL LISTEN/NOTIFY); None means workers rely on polling."""
         ...
 
     def close(self) -> None: ...

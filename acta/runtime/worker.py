@@ -67,6 +67,7 @@ class Worker:
         app: Acta,
         *,
         executors: int = 10,
+        listen: bool = True,
         heartbeat: str | float | timedelta = 45,
         poll: str | float | timedelta = 1,
         shutdown_grace: str | float | timedelta = 30,
@@ -108,6 +109,9 @@ class Worker:
         self.recovery_job_id = 0
         self._system = system_jobs(app)
         self.bells: list[Bell] = []
+        # Whether to use the database's bell (LISTEN/NOTIFY) when the provider has one; polling
+        # stays the truth either way.
+        self.listen = listen
         self.scheduler = Scheduler(self.clock)
         self._starts: GroupCommit[tuple[Claimed, bool], Started | None] = GroupCommit(
             self._start_batch
@@ -315,6 +319,10 @@ class Worker:
         await self.ensure_registered()
         helpers = [asyncio.ensure_future(self._ring_on(stopping))]
         token = self.app.bell.subscribe(self.wake)
+        provider = self.app.provider
+        database_bell = provider.bell(self.app.namespace, self.clock) if self.listen else None
+        if database_bell is not None:
+            self.bells.append(database_bell)
         for bell in self.bells:
             helpers.append(asyncio.ensure_future(bell.run(self.wake)))
         try:

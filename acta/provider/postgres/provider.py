@@ -22,10 +22,12 @@ from psycopg import errors
 from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
+from acta.clock import Clock
 from acta.errors import ConfigurationError, SchemaError
 from acta.names import validate_schema_name
 from acta.provider import caller_tx
 from acta.provider.postgres import catalog
+from acta.provider.postgres.bell import PostgresBell
 from acta.provider.postgres.connect import (
     DEFAULT_APPLICATION_NAME,
     Target,
@@ -109,6 +111,10 @@ class PostgresProvider:
         return hint if self.schema == "acta" else f"{hint} --schema {self.schema}"
 
     # -- pools ----------------------------------------------------------------------------
+
+    def bell(self, namespace: str, clock: Clock) -> PostgresBell:
+        """A LISTEN/NOTIFY bell for workers of ``namespace``."""
+        return PostgresBell(self.target, self.channel, namespace, clock)
 
     def sync_pool(self) -> ConnectionPool[psycopg.Connection[Any]]:
         """The pool for sync callers, opened on first use."""

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from acta.clock import Clock
 from acta.errors import ConfigurationError, DatabaseUnavailableError, SchemaError
 from acta.names import validate_schema_name
 from acta.provider import caller_tx, migrate
@@ -119,6 +120,10 @@ class SqliteProvider:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {self._durability.upper()}")
         conn.execute("PRAGMA foreign_keys = ON")
+
+    def bell(self, namespace: str, clock: Clock) -> None:
+        """SQLite has no notifications: other processes' enqueues are found by polling."""
+        return None
 
     def close(self) -> None:
         with self._lock:
@@ -237,6 +242,13 @@ class SqliteProvider:
         return migrate.pending(migrate.load(PACKAGE), self._applied(conn) or [], self.where)
 
     def check_schema(self) -> None:
+        if self._conn is None and not self.path.exists():
+            # Checking must not create the file (sqlite3.connect would): say what to run.
+            hint = f"acta schema apply --database {self.path}"
+            raise SchemaError(
+                f"{self.where} does not exist. Create the ledger with `{hint}`, "
+                "or pass apply_migrations=True for local work."
+            )
         with self._lock:
             todo = self._plan(self._connection())
         if todo:
