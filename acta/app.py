@@ -198,11 +198,13 @@ class Acta(ReadSurface):
         """Build a validated request for ``enqueue_batch``."""
         return JobRequest.build(self.definition(job), input, **options)
 
-    def _new_jobs(self, requests: Sequence[JobRequest]) -> list[NewJob]:
+    def _new_jobs(self, requests: Sequence[JobRequest]) -> tuple[list[NewJob], dict[str, JobRef]]:
         ms = int(self.clock.now().timestamp() * 1000)
-        return [
+        refs = [JobRef.new(ms) for _ in requests]
+        texts = [str(ref) for ref in refs]
+        jobs = [
             NewJob(
-                job_ref=str(JobRef.new(ms)),
+                job_ref=text,
                 definition=r.definition.name,
                 input_codec=r.definition.input_codec.code,
                 input=r.payload,
@@ -214,10 +216,13 @@ class Acta(ReadSurface):
                 tags=r.tags,
                 audit_level=r.definition.policy.audit,
             )
-            for r in requests
+            for r, text in zip(requests, texts, strict=True)
         ]
+        return jobs, dict(zip(texts, refs, strict=True))
 
-    def _enqueue_factory(self, requests: Sequence[JobRequest], own_tx: bool) -> Callable[[], Any]:
+    def _enqueue_factory(
+        self, requests: Sequence[JobRequest], own_tx: bool
+    ) -> tuple[Callable[[], Any], dict[str, JobRef]]:
         for r in requests:
             if not isinstance(r, JobRequest):
                 raise ValidationError(
@@ -230,7 +235,7 @@ class Acta(ReadSurface):
                 and self._definitions.get(r.definition.name) is not r.definition
             ):
                 raise UnknownJobError(f"job {r.definition.name!r} belongs to another application")
-        jobs = self._new_jobs(requests)
+        jobs, refs = self._new_jobs(requests)
         specs = {r.definition.name: r.definition.spec() for r in requests}
         known = self._known if own_tx else None
         now = self.clock.sql_now()
@@ -244,7 +249,7 @@ class Acta(ReadSurface):
                 namespace, specs, jobs, now, known, fused=fused, channel=channel
             )
 
-        return make
+        return make, refs
 
     def enqueue(
         self, job: JobLike, input: object = None, *, connection: object = None, **options: Any
@@ -272,9 +277,9 @@ class Acta(ReadSurface):
         """Enqueue many jobs in one transaction: all of them or none."""
         if not requests:
             return []
-        make = self._enqueue_factory(requests, connection is None)
+        make, refs = self._enqueue_factory(requests, connection is None)
         done = self.provider.run(make, tx=connection)
-        return self._after_enqueue(done, connection is None)
+        return self._after_enqueue(done, connection is None, refs)
 
     async def enqueue_batch_async(
         self, requests: Sequence[JobRequest], *, connection: object = None
@@ -282,18 +287,18 @@ class Acta(ReadSurface):
         """Async twin of ``enqueue_batch``."""
         if not requests:
             return []
-        make = self._enqueue_factory(requests, connection is None)
+        make, refs = self._enqueue_factory(requests, connection is None)
         done = await self.provider.run_async(make, tx=connection)
-        return self._after_enqueue(done, connection is None)
+        return self._after_enqueue(done, connection is None, refs)
 
-    def _after_enqueue(self, done: Any, own_tx: bool) -> list[JobRef]:
+    def _after_enqueue(self, done: Any, own_tx: bool, refs: dict[str, JobRef]) -> list[JobRef]:
         written, known = done
         if own_tx:
             # Committed by us, so these ids exist; later enqueues skip the catalog upserts.
             self._known = (known[0], dict(known[1]))
             if any(d.created for d in written):
                 self.bell.ring_all()  # wake this process's idle workers now, not at next poll
-        return [JobRef.parse(d.job_ref) for d in written]
+        return [refs.get(d.job_ref) or JobRef.parse(d.job_ref) for d in written]
 
     # -- workers --------------------------------------------------------------------------
 

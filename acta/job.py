@@ -128,6 +128,7 @@ class JobDefinition(Generic[I, R]):
         self.system = system
         self.is_async = handler is not None and inspect.iscoroutinefunction(handler)
         self.context_param: str | None = None
+        self._spec: DefinitionSpec | None = None
         self.takes_input = True
         if handler is not None:
             self._read_signature(handler, input_type, result_type)
@@ -181,6 +182,12 @@ class JobDefinition(Generic[I, R]):
     # -- producing ------------------------------------------------------------------------
 
     def spec(self) -> DefinitionSpec:
+        """The definition as the ledger stores it (computed once: policy is immutable)."""
+        if self._spec is None:
+            self._spec = self._build_spec()
+        return self._spec
+
+    def _build_spec(self) -> DefinitionSpec:
         timeout = self.policy.timeout
         return DefinitionSpec(
             name=self.name,

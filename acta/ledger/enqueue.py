@@ -59,9 +59,9 @@ def enqueue(
 ) -> Verb[tuple[list[Enqueued], tuple[int, Mapping[str, int]]]]:
     """Write ``jobs``; ``known`` (namespace id, definition ids) skips the catalog upserts.
 
-    ``fused`` writes the whole batch in one statement (server dialects); ``channel`` rings the
-    database bell when a job due now was written. Returns what was written and the ids used,
-    which the caller may cache once committed."""
+    ``fused`` writes the whole batch in one statement (server dialects), which also rings the
+    database bell on ``channel`` when a job due now was written. Returns what was written and
+    the ids used, which the caller may cache once committed."""
     if known is None or any(job.definition not in known[1] for job in jobs):
         needed = [specs[name] for name in dict.fromkeys(job.definition for job in jobs)]
         known = yield from ensure_definitions(namespace, needed, now, "ensure_definition")
@@ -70,7 +70,7 @@ def enqueue(
     first: dict[str, NewJob] = {}
     unique = [j for j in jobs if j.dedup_key is None or first.setdefault(j.dedup_key, j) is j]
     if fused:
-        written = yield from _fused(namespace_id, definition_ids, unique, now)
+        written = yield from _fused(namespace, namespace_id, definition_ids, unique, now, channel)
     else:
         written = yield from _portable(namespace_id, definition_ids, unique, now)
     by_ref = {j.job_ref: w for j, w in zip(unique, written, strict=True)}
@@ -81,11 +81,6 @@ def enqueue(
             out.append(Enqueued(winner.job_ref, winner.job_id, created=False))
         else:
             out.append(by_ref[job.job_ref])
-    if channel is not None and any(
-        w.created and j.run_at is None and j.delay_ms == 0
-        for w, j in zip(written, unique, strict=True)
-    ):
-        yield fetch_one("notify_ready", {"channel": channel, "namespace": namespace})
     return out, known
 
 
@@ -154,15 +149,19 @@ def _portable(
 
 
 def _fused(
+    namespace: str,
     namespace_id: int,
     definition_ids: Mapping[str, int],
     jobs: Sequence[NewJob],
     now: datetime | None,
+    channel: str | None,
 ) -> Verb[list[Enqueued]]:
     rows = yield fetch_all(
         "fused_enqueue",
         {
             "now": now,
+            "namespace": namespace,
+            "channel": channel,
             "namespace_id": namespace_id,
             "job_refs": [j.job_ref for j in jobs],
             "definition_ids": [definition_ids[j.definition] for j in jobs],

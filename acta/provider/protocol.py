@@ -21,9 +21,10 @@ T = TypeVar("T")
 
 VerbFactory = Callable[[], Verb[T]]
 
-# Statements only server dialects define: whole batches in one round trip ("fused") and the
-# NOTIFY bell ("notify"). SQLite runs in-process, where a round trip costs nothing, and takes
-# the portable statements instead; every other statement exists in every dialect.
+# Statements only server dialects define: whole batches in one round trip ("fused"; the fused
+# enqueue also rings the NOTIFY bell when the dialect has the "notify" feature). SQLite runs
+# in-process, where a round trip costs nothing, and takes the portable statements instead;
+# every other statement exists in every dialect.
 SERVER_STATEMENTS = frozenset(
     {
         "fused_claim",
@@ -31,7 +32,6 @@ SERVER_STATEMENTS = frozenset(
         "fused_settle",
         "fused_enqueue",
         "jobs_by_ref_or_dedup",
-        "notify_ready",
     }
 )
 

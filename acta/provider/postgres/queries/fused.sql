@@ -175,8 +175,16 @@ logged AS (
     FROM inserted n
     JOIN input i ON i.job_ref = n.job_ref
     WHERE i.audit
+),
+-- The bell: NOTIFY (delivered on commit, so a rolled-back enqueue wakes nobody) when a job due
+-- now was written and a :channel is given. The payload names the namespace.
+rang AS (
+    SELECT pg_notify(:channel, :namespace)
+    WHERE :channel::text IS NOT NULL
+      AND EXISTS (SELECT 1 FROM inserted n JOIN input i ON i.job_ref = n.job_ref
+                  WHERE i.run_at IS NULL AND i.delay_ms = 0)
 )
-SELECT i.ord, i.job_ref, n.id AS job_id
+SELECT i.ord, i.job_ref, n.id AS job_id, (SELECT count(*) FROM rang) AS rang
 FROM input i
 LEFT JOIN inserted n ON n.job_ref = i.job_ref
 ORDER BY i.ord;
@@ -187,8 +195,3 @@ SELECT id AS job_id, job_ref, dedup_key
 FROM {schema}.jobs
 WHERE job_ref = ANY (:job_refs::text[])
    OR (namespace_id = :namespace_id AND dedup_key = ANY (:dedup_keys::text[]));
-
--- name: notify_ready
--- Ring the bell: idle workers LISTENing on this channel claim at once. Delivered on commit,
--- so a rolled-back enqueue never wakes anyone. The payload names the namespace.
-SELECT pg_notify(:channel, :namespace);
