@@ -75,6 +75,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="how long running jobs may finish after a stop signal (default 30s)",
     )
     worker.add_argument(
+        "--no-listen",
+        dest="listen",
+        action="store_false",
+        help="do not LISTEN for new-job notifications (PostgreSQL); rely on polling alone",
+    )
+    worker.add_argument(
         "--apply-migrations",
         action="store_true",
         help="apply pending schema migrations before starting (handy for local work)",
@@ -124,6 +130,7 @@ def command(args: argparse.Namespace, host_app: Acta | None) -> int:
         heartbeat=args.heartbeat,
         poll=args.poll,
         shutdown_grace=args.shutdown_grace,
+        listen=args.listen,
     )
     handled = sorted(
         name
