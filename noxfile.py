@@ -1,7 +1,8 @@
 """Developer sessions: lint, tests, conformance per provider, chaos, benchmarks.
 
-`nox -s lint tests` is what CI runs (through .ci/run). Sessions install acta from this checkout
-with the extras they need; nothing is assumed to be installed already.
+`nox -s lint tests` is what CI runs (through .ci/run, with CI=true): the whole suite on SQLite,
+then the conformance specs on PostgreSQL. Sessions install acta from this checkout with the
+extras they need; nothing is assumed to be installed already.
 """
 
 from __future__ import annotations
@@ -47,26 +48,51 @@ def lint(session: nox.Session) -> None:
     session.run("mypy", "acta", "acta_testing")
 
 
+XDIST = ["-n", "2"]
+# Asks, inside the session's environment, whether the tests can reach PostgreSQL at
+# --acta-dsn's default ($ACTA_TEST_DSN or the local test database); prints why not, or nothing.
+POSTGRES_PROBE = (
+    "from acta_testing.plugin import postgres_dsn; "
+    "from acta_testing.schemas import postgres_unavailable; "
+    "print(postgres_unavailable(postgres_dsn()) or '')"
+)
+
+
+def _postgres_unavailable(session: nox.Session) -> str:
+    """Why PostgreSQL cannot be used by the tests ("" when it can)."""
+    out = session.run("python", "-c", POSTGRES_PROBE, silent=True)
+    return out.strip() if isinstance(out, str) else ""
+
+
+def _ci() -> bool:
+    return os.environ.get("CI", "").lower() == "true"
+
+
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """The whole suite: unit, integration, docs examples and chaos, on every provider here."""
+    """Everything on SQLite, then the conformance specs on PostgreSQL.
+
+    The first run is unit, integration, chaos and conformance on SQLite (the PostgreSQL-specific
+    integration tests pick PostgreSQL themselves). Without a PostgreSQL server the second run
+    cannot happen: the session says so plainly, and under CI=true it fails instead. Extra
+    arguments go to both runs."""
     session.install("-e", TEST_EXTRAS)
-    args = session.posargs or ["-n", "2"]
-    session.run("pytest", *args)
+    missing = _postgres_unavailable(session)
+    if missing and _ci():
+        session.error(f"PostgreSQL was not run: {missing} (CI=true requires PostgreSQL)")
+    session.run("pytest", "--acta-provider=sqlite", *XDIST, *session.posargs)
+    if missing:
+        session.warn(f"PostgreSQL was not run: {missing}")
+        return
+    session.run("pytest", "conformance", "--acta-provider=postgres", *XDIST, *session.posargs)
 
 
 @nox.session(python=PYTHON)
 @nox.parametrize("provider", ["sqlite", "postgres", "sqlserver"])
 def conformance(session: nox.Session, provider: str) -> None:
-    """The conformance specs on one provider."""
+    """The conformance specs on one provider (the DSN: --acta-dsn or $ACTA_TEST_DSN)."""
     session.install("-e", TEST_EXTRAS)
-    session.run(
-        "pytest",
-        "conformance",
-        "tests/integration",
-        f"--acta-provider={provider}",
-        *session.posargs,
-    )
+    session.run("pytest", "conformance", f"--acta-provider={provider}", *XDIST, *session.posargs)
 
 
 @nox.session(python=PYTHON)

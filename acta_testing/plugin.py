@@ -3,6 +3,12 @@
 Registered through the ``pytest11`` entry point. It imports acta lazily, inside fixtures and
 hooks, so installing acta costs test sessions that never use it nothing. A failing test that
 used a host gets an "acta ledger" section in its report with the jobs and their events.
+
+Tests marked ``acta_conformance`` are behaviour specs that must hold on every provider (acta's
+own ``conformance/`` suite marks its tests so). For them the plugin enforces what the suite
+promises: on ``--acta-provider=sqlserver`` (not implemented yet) they skip with that reason;
+with ``CI=true`` a spec that skips on PostgreSQL is a failure; and the terminal summary says how
+many specs ran on which provider.
 """
 
 from __future__ import annotations
@@ -25,6 +31,9 @@ START = datetime(2026, 1, 1, tzinfo=UTC)
 _HOSTS = pytest.StashKey[list[Any]]()
 PROVIDERS = ("sqlite", "postgres", "sqlserver")
 DEFAULT_POSTGRES_DSN = "postgresql://postgres@127.0.0.1:5432/test"
+CONFORMANCE = "acta_conformance"
+SQLSERVER_MISSING = "the SQL Server provider is not implemented yet"
+POSTGRES_MISSING = "PostgreSQL is not available: "
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -42,6 +51,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{CONFORMANCE}: a behaviour spec that must pass on every provider (counted per provider; "
+        "a skip on PostgreSQL fails under CI=true)",
+    )
+    config.pluginmanager.register(_Tally(config), "acta-tally")
+
+
+def postgres_dsn(option: str | None = None) -> str:
+    """The server the tests use: ``--acta-dsn``, else ``$ACTA_TEST_DSN``, else the local
+    default ``postgresql://postgres@127.0.0.1:5432/test``."""
+    return option or os.environ.get("ACTA_TEST_DSN") or DEFAULT_POSTGRES_DSN
+
+
+def _ci() -> bool:
+    return os.environ.get("CI", "").lower() == "true"
+
+
 @pytest.fixture
 def acta_clock() -> ManualClock:
     """A manual clock at 2026-01-01T00:00:00Z; it moves only when the test moves it."""
@@ -50,7 +78,9 @@ def acta_clock() -> ManualClock:
     return ManualClock(START)
 
 
-def _chosen_provider(config: pytest.Config) -> str:
+def chosen_provider(config: pytest.Config) -> str:
+    """The provider of this session: ``--acta-provider``, else ``$ACTA_TEST_PROVIDER``, else
+    sqlite."""
     name = config.getoption("acta_provider") or os.environ.get("ACTA_TEST_PROVIDER") or "sqlite"
     if name not in PROVIDERS:
         raise pytest.UsageError(
@@ -61,7 +91,7 @@ def _chosen_provider(config: pytest.Config) -> str:
 
 def _skip_or_fail(reason: str) -> None:
     """Skip on a developer machine; in CI a database that should be there and is not fails."""
-    if os.environ.get("CI", "").lower() == "true":
+    if _ci():
         pytest.fail(f"{reason} (CI=true: a skipped database is a failure)", pytrace=False)
     pytest.skip(reason)
 
@@ -71,15 +101,11 @@ def _acta_postgres_schemas(request: pytest.FixtureRequest) -> Iterator[PostgresS
     """This test process's pool of migrated PostgreSQL schemas (see acta_testing.schemas)."""
     from acta_testing.schemas import PostgresSchemas, PostgresUnavailable
 
-    dsn = (
-        request.config.getoption("acta_dsn")
-        or os.environ.get("ACTA_TEST_DSN")
-        or DEFAULT_POSTGRES_DSN
-    )
+    dsn = postgres_dsn(request.config.getoption("acta_dsn"))
     try:
         schemas = PostgresSchemas(dsn, os.environ.get("PYTEST_XDIST_WORKER", "main"))
     except PostgresUnavailable as exc:
-        _skip_or_fail(str(exc))
+        _skip_or_fail(f"{POSTGRES_MISSING}{exc}")
     yield schemas
     problems = schemas.finish()
     if problems:
@@ -93,9 +119,9 @@ def acta_provider(
     """A fresh, migrated ledger for this test only, on the provider chosen with
     ``--acta-provider`` / ``$ACTA_TEST_PROVIDER`` (sqlite by default) and, for servers,
     ``--acta-dsn`` / ``$ACTA_TEST_DSN``."""
-    chosen = _chosen_provider(request.config)
+    chosen = chosen_provider(request.config)
     if chosen == "sqlserver":
-        pytest.skip("the SQL Server provider is not implemented yet")
+        pytest.skip(SQLSERVER_MISSING)
     if chosen == "postgres":
         schemas: PostgresSchemas = request.getfixturevalue("_acta_postgres_schemas")
         with schemas.provider(max_connections=4) as pg:
@@ -151,6 +177,17 @@ def acta_async_host(
         worker.threads.shutdown(wait=False)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Specs cannot run on a provider that does not exist yet: say so on each of them."""
+    if chosen_provider(config) != "sqlserver":
+        return
+    skip = pytest.mark.skip(reason=SQLSERVER_MISSING)
+    for item in items:
+        if item.get_closest_marker(CONFORMANCE) is not None:
+            item.add_marker(skip)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
@@ -163,4 +200,71 @@ def pytest_runtest_makereport(
         for index, host in enumerate(hosts):
             title = "acta ledger" if len(hosts) == 1 else f"acta ledger ({index + 1})"
             report.sections.append((title, ledger_section(host.app)))
+    if (
+        report.skipped
+        and not hasattr(report, "wasxfail")
+        and _ci()
+        and item.get_closest_marker(CONFORMANCE) is not None
+        and chosen_provider(item.config) == "postgres"
+    ):
+        # A spec that skips on PostgreSQL in CI proves nothing: it fails, with the reason.
+        report.outcome = "failed"
+        report.longrepr = (
+            f"skipped on PostgreSQL: {_skip_reason(report)} "
+            "(CI=true: a conformance spec that skips on PostgreSQL is a failure)"
+        )
     return report
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return reason.removeprefix("Skipped: ")
+
+
+class _Tally:
+    """Counts the specs of this session per outcome (on the xdist controller too, which sees
+    every worker's reports) and remembers why PostgreSQL did not run, if it did not."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.specs: dict[str, str] = {}
+        self.no_postgres = ""
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.skipped and not hasattr(report, "wasxfail"):
+            reason = _skip_reason(report)
+            if reason.startswith(POSTGRES_MISSING):
+                self.no_postgres = reason.removeprefix(POSTGRES_MISSING)
+        if CONFORMANCE not in report.keywords:
+            return
+        if report.failed:
+            outcome = "failed"
+        elif report.skipped:
+            outcome = "xfailed" if hasattr(report, "wasxfail") else "skipped"
+        elif report.when == "call":
+            outcome = "passed"
+        else:
+            return
+        if self.specs.get(report.nodeid) != "failed":
+            self.specs[report.nodeid] = outcome
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """``acta conformance: 412 specs passed on postgres (0 skipped)``, and a plain line
+        when tests that needed PostgreSQL could not run."""
+        if hasattr(self.config, "workerinput"):
+            return  # an xdist worker: the controller prints the summary
+        if self.specs:
+            outcomes = list(self.specs.values())
+            provider = chosen_provider(self.config)
+            parts = [f"{outcomes.count('passed')} specs passed"]
+            parts += [f"{outcomes.count(k)} {k}" for k in ("failed", "xfailed") if k in outcomes]
+            skipped = outcomes.count("skipped")
+            line = f"acta conformance: {', '.join(parts)} on {provider} ({skipped} skipped)"
+            failed = "failed" in outcomes
+            warn = not failed and skipped > 0 and provider == "postgres"
+            terminalreporter.write_line(line, red=failed, yellow=warn, bold=True)
+        if self.no_postgres:
+            terminalreporter.write_line(
+                f"acta: PostgreSQL was not run: {self.no_postgres}", yellow=True, bold=True
+            )

@@ -9,7 +9,7 @@ from acta import Acta, EventCode, JobContext, JobStatus, Outcome, Reason
 from acta_testing import Host
 
 if TYPE_CHECKING:
-    from conftest import Ledger
+    from conformance.conftest import Ledger
 
 
 def test_audit_failures_keeps_only_what_went_wrong(
@@ -60,7 +60,8 @@ def test_audit_failures_keeps_only_what_went_wrong(
 
     # The operator's view agrees: the last error is there even without the full timeline.
     [(last_error, reason)] = ledger.rows(
-        "SELECT last_error, last_error_reason FROM acta_jobs_view WHERE job_ref = ?", [str(flaky)]
+        "SELECT last_error, last_error_reason FROM {schema}.jobs_view WHERE job_ref = :ref",
+        {"ref": str(flaky)},
     )
     assert reason == "attempts-exhausted" and "broken on attempt 2" in last_error
 

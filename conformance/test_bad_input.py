@@ -26,7 +26,7 @@ from acta.provider.protocol import Provider
 from acta_testing import Host
 
 if TYPE_CHECKING:
-    from conftest import Ledger
+    from conformance.conftest import Ledger
 
 
 # -- the size cap --------------------------------------------------------------------------
@@ -307,8 +307,8 @@ def test_corrupted_stored_input_fails_the_job_once(
 
     ref = count_items.enqueue(CountV1(3))
     changed = ledger.execute(
-        "UPDATE acta_jobs SET input = ?, input_codec = ? WHERE job_ref = ?",
-        (stored, codec, str(ref)),
+        "UPDATE {schema}.jobs SET input = :input, input_codec = :codec WHERE job_ref = :ref",
+        {"input": stored, "codec": codec, "ref": str(ref)},
     )
     assert changed == 1
     assert acta_host.tick() == "failed"

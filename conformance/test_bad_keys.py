@@ -13,7 +13,7 @@ from acta import Acta, InvalidNameError, JobRef, ValidationError
 from acta_testing import Host
 
 if TYPE_CHECKING:
-    from conftest import Ledger
+    from conformance.conftest import Ledger
 
 BAD_KEYS = {
     "bell": "ring\x07ring",
@@ -141,7 +141,9 @@ def test_any_text_round_trips_exactly_or_is_refused(
             return
         assert _follows_the_key_rule(key)
         assert acta_app.get(ref).dedup_key == key
-        [[stored]] = ledger.rows("SELECT dedup_key FROM acta_jobs WHERE job_ref = ?", [str(ref)])
+        [[stored]] = ledger.rows(
+            "SELECT dedup_key FROM {schema}.jobs WHERE job_ref = :ref", {"ref": str(ref)}
+        )
         assert stored.encode("utf-8") == key.encode("utf-8")
         if key in seen:
             assert ref == seen[key]

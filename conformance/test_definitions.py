@@ -20,11 +20,11 @@ from acta import (
     UnknownJobError,
     ValidationError,
 )
-from acta.provider.sqlite import SqliteProvider
+from acta.provider.factory import open_provider
 from acta_testing import Host
 
 if TYPE_CHECKING:
-    from conftest import Ledger
+    from conformance.conftest import FreshDatabase, Ledger
 
 
 # -- unknown jobs at enqueue ---------------------------------------------------------------
@@ -144,22 +144,26 @@ BAD_SCHEMAS = ["Acta", "1acta", "acta-jobs", "acta jobs", "acta;drop", "pg_jobs"
 
 
 @pytest.mark.parametrize("schema", [*BAD_SCHEMAS, "information_schema"])
-def test_bad_schema_names_fail_at_construction(schema: str, tmp_path: Any) -> None:
+def test_bad_schema_names_fail_at_construction(schema: str, fresh_database: FreshDatabase) -> None:
+    before = fresh_database.contents()
     with pytest.raises(InvalidNameError) as caught:
-        Acta(tmp_path / "jobs.sqlite3", schema=schema)
+        Acta(fresh_database.target, schema=schema)
     assert caught.value.field == "schema"
     with pytest.raises(InvalidNameError):
-        SqliteProvider(tmp_path / "jobs.sqlite3", schema=schema)
-    assert not (tmp_path / "jobs.sqlite3").exists()
+        open_provider(fresh_database.target, schema=schema)
+    assert fresh_database.contents() == before  # no file, no schema: nothing was created
 
 
-def test_good_schema_name_prefixes_every_table(tmp_path: Any) -> None:
-    app = Acta(tmp_path / "jobs.sqlite3", schema="jobs_v2", apply_migrations=True)
+def test_good_schema_name_holds_every_table(fresh_database: FreshDatabase) -> None:
+    schema = fresh_database.schema("jobs_v2")
+    app = Acta(fresh_database.target, schema=schema, apply_migrations=True)
     app.define("ping")
     app.enqueue("ping")
     provider = app.provider
-    assert isinstance(provider, SqliteProvider) and provider.qualify("jobs") == "jobs_v2_jobs"
+    assert provider.dialect == fresh_database.dialect
+    assert provider.qualify("jobs") == fresh_database.qualified(schema, "jobs")
     assert [j.name for j in app.jobs()] == ["ping"]
+    assert fresh_database.missing_tables(schema) == set()
     app.close()
 
 
@@ -255,7 +259,7 @@ def test_policies_as_written_are_what_the_ledger_stores(
     plain.enqueue()
     rows = ledger.rows(
         "SELECT name, max_attempts, backoff, timeout_ms, priority, audit_level "
-        "FROM acta_definitions ORDER BY name"
+        "FROM {schema}.definitions ORDER BY name"
     )
     assert rows == [
         ("careful", 1000, "1m..8h x2 ±10%", 120_000, -100, int(AuditLevel.FAILURES)),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +24,7 @@ from acta.provider.protocol import Provider
 from acta_testing import AsyncHost, Host
 
 if TYPE_CHECKING:
-    from conftest import Ledger
+    from conformance.conftest import Ledger
 
 # 'job_' and 26 lowercase Crockford base32 characters (no i, l, o, u).
 REF_TEXT = re.compile(r"job_[0-9a-hjkmnp-tv-z]{26}")
@@ -158,11 +157,8 @@ def test_batch_is_one_transaction(acta_app: Acta, acta_host: Host, ledger: Ledge
         pass
 
     # The database refuses the third row: the two before it must go too.
-    ledger.execute(
-        "CREATE TRIGGER refuse_poison BEFORE INSERT ON acta_jobs WHEN NEW.dedup_key = 'poison' "
-        "BEGIN SELECT RAISE(ABORT, 'poison row refused'); END"
-    )
-    with pytest.raises(sqlite3.IntegrityError, match="poison row refused"):
+    refused = ledger.refuse_inserts("jobs", "NEW.dedup_key = 'poison'", "poison row refused")
+    with pytest.raises(refused, match="poison row refused"):
         acta_app.enqueue_batch(
             [ingest.request(1), ingest.request(2), ingest.request(3, dedup_key="poison")]
         )

@@ -21,7 +21,7 @@ from acta.provider.protocol import Provider
 from acta_testing import Host
 
 if TYPE_CHECKING:
-    from conftest import Ledger
+    from conformance.conftest import Ledger
 
 MS = timedelta(milliseconds=1)
 
@@ -313,7 +313,7 @@ def test_tags_and_correlation_key_are_stored_and_readable(
     rows = dict(
         (ref, (tags, corr, dedup))
         for ref, tags, corr, dedup in ledger.rows(
-            "SELECT job_ref, tags, correlation_key, dedup_key FROM acta_jobs_view"
+            "SELECT job_ref, tags, correlation_key, dedup_key FROM {schema}.jobs_view"
         )
     )
     tags, corr, dedup = rows[str(tagged)]

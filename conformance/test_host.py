@@ -6,6 +6,7 @@ import pytest
 
 from acta import Acta, JobContext, JobStatus
 from acta_testing import AsyncHost, Host, HostError
+from acta_testing.plugin import chosen_provider
 
 pytest_plugins = ["pytester"]
 
@@ -62,7 +63,9 @@ def test_sync_host_refuses_calls_from_async_handlers(acta_app: Acta, acta_host: 
     assert errors and "async host" in errors[0]
 
 
-def test_failed_test_report_shows_the_ledger(pytester: pytest.Pytester) -> None:
+def test_failed_test_report_shows_the_ledger(
+    pytester: pytest.Pytester, request: pytest.FixtureRequest
+) -> None:
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     pytester.makepyfile(
         """
@@ -76,7 +79,11 @@ def test_failed_test_report_shows_the_ledger(pytester: pytest.Pytester) -> None:
             assert acta_host.jobs()[0].status.label == "succeeded"
         """
     )
-    result = pytester.runpytest("-p", "no:cacheprovider")
+    # The inner session runs on this session's provider and server.
+    options = [f"--acta-provider={chosen_provider(request.config)}"]
+    dsn = request.config.getoption("acta_dsn")
+    options += [f"--acta-dsn={dsn}"] if dsn else []
+    result = pytester.runpytest("-p", "no:cacheprovider", *options)
     result.assert_outcomes(failed=1)
     text = result.stdout.str()
     assert "acta ledger" in text

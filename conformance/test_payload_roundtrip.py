@@ -13,7 +13,7 @@ from acta import Acta, JobStatus
 from acta_testing import Host
 
 if TYPE_CHECKING:
-    from conftest import Ledger
+    from conformance.conftest import Ledger
 
 
 class Carrier(enum.Enum):
@@ -150,7 +150,7 @@ def test_text_input_uses_the_text_codec(acta_app: Acta, acta_host: Host, ledger:
     assert acta_host.tick() == "completed"
     assert received == [text]
     assert acta_app.result(ref) == text.upper()
-    assert ledger.rows("SELECT codec FROM acta_results") == [(2,)]
+    assert ledger.rows("SELECT codec FROM {schema}.results") == [(2,)]
 
 
 def test_bytes_input_uses_the_bytes_codec(acta_app: Acta, acta_host: Host, ledger: Ledger) -> None:
@@ -169,7 +169,7 @@ def test_bytes_input_uses_the_bytes_codec(acta_app: Acta, acta_host: Host, ledge
     assert acta_host.tick() == "completed"
     assert received == [blob] and type(received[0]) is bytes
     assert acta_app.result(ref) == blob[::-1]
-    assert ledger.rows("SELECT codec FROM acta_results") == [(3,)]
+    assert ledger.rows("SELECT codec FROM {schema}.results") == [(3,)]
 
     from_bytearray = checksum.enqueue(bytearray(b"abc"))
     assert acta_app.get(from_bytearray).input == b"abc"

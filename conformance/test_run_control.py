@@ -13,7 +13,7 @@ from acta import Acta, EventCode, JobContext, JobStatus, Outcome, Reason
 from acta_testing import AsyncHost, Host
 
 if TYPE_CHECKING:
-    from conftest import Ledger
+    from conformance.conftest import Ledger
 
 
 async def _until_started(tick: asyncio.Task[Any], started: asyncio.Event) -> None:

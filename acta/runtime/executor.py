@@ -15,6 +15,7 @@ import functools
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ from acta.shape import from_data, to_data
 
 if TYPE_CHECKING:
     from acta.job import JobDefinition
+    from acta.runtime.system_jobs import SystemJob
     from acta.runtime.worker import Worker
 
 # How long a cancelled async handler gets to unwind before the worker settles without it.
@@ -110,104 +112,106 @@ async def execute(worker: Worker, run: Run) -> TickOutcome:
     if started.cancel_requested:
         plan = settler.cancelled(job, execution, worker.worker_id, policy, 0)
         return await _settle(worker, run, plan, TickOutcome.CANCELLED)
-    t0 = worker.clock.monotonic()
-
-    def elapsed() -> int:
-        return max(0, int((worker.clock.monotonic() - t0) * 1000))
-
+    attempt = _Attempt(worker, run, definition, execution)
+    if system is not None:
+        return await _run_system(attempt, system)
     try:
-        value = None if system else decode_input(definition, job)
+        value = decode_input(definition, job)
     except InputDecodeError as exc:
-        plan = settler.failed(
-            job,
-            execution,
-            worker.worker_id,
-            policy,
-            outcome=Outcome.FAILED,
-            reason=Reason.INPUT_UNDECODABLE,
-            message=f"stored input does not decode: {exc}",
-            duration_ms=0,
-            rng=worker.rng,
+        return await attempt.fail(
+            Outcome.FAILED,
+            Reason.INPUT_UNDECODABLE,
+            f"stored input does not decode: {exc}",
             final=True,
         )
-        return await _settle(worker, run, plan, TickOutcome.FAILED)
-    ctx = JobContext(
-        job=JobRef.parse(job.job_ref),
-        name=job.name,
-        attempt=job.attempts + 1,
-        max_attempts=policy.max_attempts,
-        execution=execution,
-        created_at=job.created_at,
-        correlation_key=job.correlation_key,
-        logger=job_logger(job.name, JobRef.parse(job.job_ref), execution),
-        cancellation=run.cancellation,
-    )
     try:
-        if system is not None:
-            returned = await _invoke(worker, run, None, ctx, policy.timeout, system.run)
-            plan = settler.rearmed(
-                job, execution, worker.worker_id, policy, system.every(worker), elapsed()
-            )
-            return await _settle(worker, run, plan, TickOutcome.REARMED)
-        returned = await _invoke(worker, run, definition, ctx, policy.timeout, value)
+        returned = await _invoke(worker, run, definition, attempt.context(), policy.timeout, value)
     except Interrupted as stop:
         if stop.reason is Stop.TIMEOUT:
-            timeout = policy.timeout.total_seconds() if policy.timeout else 0
-            plan = settler.failed(
-                job,
-                execution,
-                worker.worker_id,
-                policy,
-                outcome=Outcome.TIMED_OUT,
-                reason=Reason.TIMEOUT,
-                message=f"execution timed out after {timeout:g} s",
-                duration_ms=elapsed(),
-                rng=worker.rng,
-            )
-            return await _settle(worker, run, plan, _retry_or_fail(plan))
-        return await _interrupted(worker, run, definition, execution, elapsed())
+            limit = policy.timeout.total_seconds() if policy.timeout else 0
+            message = f"execution timed out after {limit:g} s"
+            return await attempt.fail(Outcome.TIMED_OUT, Reason.TIMEOUT, message)
+        return await _interrupted(worker, run, definition, execution, attempt.elapsed())
     except Exception as exc:
-        if system is not None:
-            plan = settler.rearmed(
-                job,
-                execution,
-                worker.worker_id,
-                policy,
-                system.every(worker),
-                elapsed(),
-                _describe(exc),
-            )
-            return await _settle(worker, run, plan, TickOutcome.REARMED)
-        plan = settler.failed(
-            job,
-            execution,
-            worker.worker_id,
-            policy,
-            outcome=Outcome.FAILED,
-            reason=Reason.HANDLER_ERROR,
-            message=_describe(exc),
-            duration_ms=elapsed(),
-            rng=worker.rng,
-        )
-        return await _settle(worker, run, plan, _retry_or_fail(plan))
+        return await attempt.fail(Outcome.FAILED, Reason.HANDLER_ERROR, _describe(exc))
     try:
         result = encode_result(definition, returned)
     except PayloadError as exc:
-        plan = settler.failed(
-            job,
-            execution,
-            worker.worker_id,
-            policy,
-            outcome=Outcome.FAILED,
-            reason=Reason.RESULT_UNENCODABLE,
-            message=f"the return value cannot be stored: {exc}",
-            duration_ms=elapsed(),
-            rng=worker.rng,
-            final=True,  # the same code returns the same value: retrying cannot help
-        )
-        return await _settle(worker, run, plan, _retry_or_fail(plan))
-    plan = settler.succeeded(job, execution, worker.worker_id, policy, elapsed(), result)
+        # The same code returns the same value: retrying cannot help.
+        message = f"the return value cannot be stored: {exc}"
+        return await attempt.fail(Outcome.FAILED, Reason.RESULT_UNENCODABLE, message, final=True)
+    plan = settler.succeeded(job, execution, worker.worker_id, policy, attempt.elapsed(), result)
     return await _settle(worker, run, plan, TickOutcome.COMPLETED)
+
+
+class _Attempt:
+    """One started run: its clock, its context, and the ways it can end."""
+
+    def __init__(
+        self, worker: Worker, run: Run, definition: JobDefinition[Any, Any], execution: int
+    ) -> None:
+        self.worker, self.run, self.definition, self.execution = worker, run, definition, execution
+        self.started = worker.clock.monotonic()
+
+    def elapsed(self) -> int:
+        return max(0, int((self.worker.clock.monotonic() - self.started) * 1000))
+
+    def context(self) -> JobContext:
+        job, ref = self.run.job, JobRef.parse(self.run.job.job_ref)
+        return JobContext(
+            job=ref,
+            name=job.name,
+            attempt=job.attempts + 1,
+            max_attempts=self.definition.policy.max_attempts,
+            execution=self.execution,
+            created_at=job.created_at,
+            correlation_key=job.correlation_key,
+            logger=job_logger(job.name, ref, self.execution),
+            cancellation=self.run.cancellation,
+        )
+
+    async def fail(
+        self, outcome: Outcome, reason: Reason, message: str, final: bool = False
+    ) -> TickOutcome:
+        plan = settler.failed(
+            self.run.job,
+            self.execution,
+            self.worker.worker_id,
+            self.definition.policy,
+            outcome=outcome,
+            reason=reason,
+            message=message,
+            duration_ms=self.elapsed(),
+            rng=self.worker.rng,
+            final=final,
+        )
+        return await _settle(self.worker, self.run, plan, _retry_or_fail(plan))
+
+    async def rearm(self, every: timedelta, error: str | None = None) -> TickOutcome:
+        plan = settler.rearmed(
+            self.run.job,
+            self.execution,
+            self.worker.worker_id,
+            self.definition.policy,
+            every,
+            self.elapsed(),
+            error,
+        )
+        return await _settle(self.worker, self.run, plan, TickOutcome.REARMED)
+
+
+async def _run_system(attempt: _Attempt, system: SystemJob) -> TickOutcome:
+    """A recurring system job: whatever its run does, the slot re-arms for the next one."""
+    worker, run = attempt.worker, attempt.run
+    try:
+        await _invoke(worker, run, None, attempt.context(), None, system.run)
+    except Interrupted:
+        return await _interrupted(
+            worker, run, attempt.definition, attempt.execution, attempt.elapsed()
+        )
+    except Exception as exc:
+        return await attempt.rearm(system.every(worker), _describe(exc))
+    return await attempt.rearm(system.every(worker))
 
 
 def _retry_or_fail(plan: Transition) -> TickOutcome:

@@ -1,21 +1,24 @@
-"""Shared helpers for the integration tests: look at the ledger file the way an operator would.
+"""Shared by the integration tests: what is specific to one provider, or not a ledger behaviour.
 
-The ``ledger`` fixture opens its own short-lived sqlite3 connections to the per-test ledger, so
-assertions about rows (how many jobs, what the views show) never go through the code under
-test.
+Behaviour specs that must hold on every provider live in conformance/. The tests here pin their
+provider: SQLite unless a module overrides ``acta_provider`` (the PostgreSQL modules do), so
+``--acta-provider`` does not change what they test. The ``ledger`` fixture opens its own
+short-lived sqlite3 connections to the per-test ledger file, so assertions about rows never go
+through the code under test.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from acta.provider.protocol import Provider
+from acta.provider.sqlite import SqliteProvider
+from acta_testing.schemas import sqlite_copy
 
 PREFIX = "acta_"
 TABLES = (
@@ -71,8 +74,17 @@ class Ledger:
 
 
 @pytest.fixture
-def ledger(acta_provider: Provider) -> Ledger:
-    path = getattr(acta_provider, "path", None)
-    if not isinstance(path, Path):
-        pytest.skip("these assertions read a SQLite ledger file directly")
-    return Ledger(path)
+def acta_provider(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SqliteProvider]:
+    """A fresh SQLite ledger for this test, whatever ``--acta-provider`` says."""
+    provider = SqliteProvider(
+        sqlite_copy(tmp_path_factory.getbasetemp(), tmp_path / "ledger.sqlite3")
+    )
+    yield provider
+    provider.close()
+
+
+@pytest.fixture
+def ledger(acta_provider: SqliteProvider) -> Ledger:
+    return Ledger(acta_provider.path)

@@ -28,7 +28,7 @@ import pytest
 import acta.cli
 from acta import Acta, JobContext, JobStatus, __version__
 from acta.cli import main
-from acta.provider.protocol import Provider
+from acta.provider.sqlite import SqliteProvider
 from acta_testing import Host
 
 _modules = itertools.count()
@@ -82,7 +82,7 @@ class Filled:
 
 
 @pytest.fixture
-def filled(acta_app: Acta, acta_host: Host, acta_provider: Provider) -> Filled:
+def filled(acta_app: Acta, acta_host: Host, acta_provider: SqliteProvider) -> Filled:
     """One job retried then succeeded, one failed for good, one waiting an hour."""
 
     @acta_app.job("mail.send", backoff="1m", max_attempts=3)
@@ -102,10 +102,7 @@ def filled(acta_app: Acta, acta_host: Host, acta_provider: Provider) -> Filled:
     assert acta_host.tick() == "failed"
     acta_host.advance("1m")
     assert acta_host.tick() == "completed"
-    path = getattr(acta_provider, "path", None)
-    if not isinstance(path, Path):
-        pytest.skip("the CLI tests read a SQLite ledger file")
-    return Filled(path, str(ok), str(bad), str(later))
+    return Filled(acta_provider.path, str(ok), str(bad), str(later))
 
 
 # -- version, usage ---------------------------------------------------------------------------

@@ -56,3 +56,15 @@ def test_every_module_has_a_docstring() -> None:
         if text and not text.startswith(('"""', "'''")):
             missing.append(str(path.relative_to(ROOT)))
     assert missing == []
+
+
+def test_test_module_names_are_unique_across_suites() -> None:
+    """pytest imports tests/unit and tests/integration modules by their bare names (no
+    __init__.py there), so two test files with one name would clash; conformance/ and chaos/
+    are packages, but their names are kept unique too so a spec reads the same everywhere."""
+    seen: dict[str, list[str]] = {}
+    for folder in ("tests/unit", "tests/integration", "conformance", "chaos"):
+        for path in (ROOT / folder).glob("*.py"):
+            if path.name.startswith("test_"):
+                seen.setdefault(path.name, []).append(folder)
+    assert {name: where for name, where in seen.items() if len(where) > 1} == {}
