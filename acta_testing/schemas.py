@@ -159,6 +159,8 @@ class PostgresSchemas:
             "SELECT 'schema ' || nspname FROM pg_namespace "
             "WHERE nspname NOT LIKE 'pg\\_%%' AND nspname <> 'information_schema' "
             "  AND nspname NOT LIKE %s "
+            # anvil's benchmarks make their own schemas and may run beside a test session.
+            "  AND nspname NOT LIKE 'acta\\_bench\\_%%' "
             "UNION ALL "
             "SELECT 'relation public.' || c.relname FROM pg_class c "
             "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public'",

@@ -223,12 +223,14 @@ class FreshDatabase:
 
     def contents(self) -> frozenset[str]:
         """What exists now: the files of the test's folder on SQLite; on PostgreSQL the schemas
-        (other than the test schemas concurrent tests come and go with)."""
+        (other than the test and benchmark schemas concurrent sessions come and go with)."""
         if self.dialect == "sqlite":
             assert self._folder is not None
             return frozenset(p.name for p in self._folder.iterdir())
         rows = self._postgres(
-            "SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'acta\\_t\\_%'"
+            "SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'acta\\_t\\_%' "
+            "AND nspname NOT LIKE 'acta\\_bench\\_%' AND nspname NOT LIKE 'pg\\_temp\\_%' "
+            "AND nspname NOT LIKE 'pg\\_toast\\_temp\\_%'"
         )
         return frozenset(name for (name,) in rows)
 
