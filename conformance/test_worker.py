@@ -167,8 +167,11 @@ async def test_enqueue_in_process_wakes_an_idle_worker(app: Acta, acta_clock: Ma
     worker = app.worker(clock=acta_clock, poll="10m")
     stopping = asyncio.Event()
     serving = asyncio.create_task(worker.serve(stopping))
-    for _ in range(50):  # let it register, find nothing, and go idle until its next poll
-        await _yield()
+
+    async def idle() -> bool:  # registered, found nothing, next poll ten minutes away
+        return worker.registered and worker._claim_loop.due > acta_clock.now()
+
+    await _until(idle, acta_clock)
     ref = await ping.enqueue_async()
 
     async def done() -> bool:
