@@ -75,6 +75,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="how long running jobs may finish after a stop signal (default 30s)",
     )
     worker.add_argument(
+        "--profile",
+        choices=("buffered", "direct"),
+        default="buffered",
+        help="buffered: claim, then start each run as it begins; direct: claim and start in "
+        "one commit (lower latency). Both are durable (default buffered)",
+    )
+    worker.add_argument(
         "--no-listen",
         dest="listen",
         action="store_false",
@@ -131,6 +138,7 @@ def command(args: argparse.Namespace, host_app: Acta | None) -> int:
         poll=args.poll,
         shutdown_grace=args.shutdown_grace,
         listen=args.listen,
+        profile=args.profile,
     )
     handled = sorted(
         name

@@ -2,13 +2,15 @@
 
 ``claim`` leases up to ``limit`` due jobs under a new epoch each (status dispatched) and returns
 what the executors need; ``start`` moves one to executing and writes its execution-started
-event. Both are fenced: a worker that lost its lease or was declared dead gets nothing.
+event. Both are fenced: a worker that lost its lease or was declared dead gets nothing. The
+buffered profile claims, then starts each run as an executor takes it; the direct profile
+(``claim_and_start``) does both in one transaction.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -145,3 +147,27 @@ def start_many(
         else:
             out.append((yield from start(job, worker_id, audit_started, now)))
     return out
+
+
+def claim_and_start(
+    worker_id: int,
+    namespace_id: int,
+    limit: int,
+    skip_definitions: Collection[int],
+    lease_ms: int,
+    now: datetime | None,
+    audit_started: Callable[[str], bool],
+    fused: bool = False,
+) -> Verb[list[tuple[Claimed, Started | None]]]:
+    """The direct profile: lease due jobs and start them in the same transaction.
+
+    One commit instead of two before a handler runs. ``audit_started(name)`` says whether a
+    definition writes execution-started events."""
+    claimed = yield from claim(
+        worker_id, namespace_id, limit, skip_definitions, lease_ms, now, fused
+    )
+    if not claimed:
+        return []
+    items = [(job, audit_started(job.name)) for job in claimed]
+    started = yield from start_many(items, worker_id, now, fused)
+    return list(zip(claimed, started, strict=True))

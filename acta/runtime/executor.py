@@ -23,7 +23,7 @@ from acta.context import Cancellation, JobCancelledError, JobContext, job_logger
 from acta.errors import InputDecodeError, PayloadError
 from acta.ids import JobRef
 from acta.model.codes import EventCode, JobStatus, Outcome, Reason, audited
-from acta.model.rows import Claimed, Transition
+from acta.model.rows import Claimed, Started, Transition
 from acta.runtime import settler
 from acta.shape import from_data, to_data
 
@@ -67,6 +67,8 @@ class Run:
 
     job: Claimed
     loop: asyncio.AbstractEventLoop
+    started: Started | None = None
+    """Set when the claim already started the run (the direct profile)."""
     cancellation: Cancellation = field(default_factory=Cancellation)
     stop_reason: Stop | None = None
     stopped: asyncio.Event = field(default_factory=asyncio.Event)
@@ -93,7 +95,7 @@ async def execute(worker: Worker, run: Run) -> TickOutcome:
         worker.skip_definition(job.definition_id, job.name)
         plan = settler.handed_back(
             job,
-            None,
+            run.started.execution if run.started else None,
             worker.worker_id,
             None,
             Reason.NO_HANDLER,
@@ -102,8 +104,11 @@ async def execute(worker: Worker, run: Run) -> TickOutcome:
         return await _settle(worker, run, plan, TickOutcome.REARMED)
     policy = definition.policy
     if run.stop_reason is not None:
-        return await _interrupted(worker, run, definition, None, None)
-    started = await worker.start(job, audited(policy.audit, EventCode.EXECUTION_STARTED))
+        execution = run.started.execution if run.started else None
+        return await _interrupted(worker, run, definition, execution, None)
+    started = run.started or await worker.start(
+        job, audited(policy.audit, EventCode.EXECUTION_STARTED)
+    )
     if worker.killed:
         return TickOutcome.KILLED
     if started is None:

@@ -24,10 +24,10 @@ from acta.clock import Clock
 from acta.duration import parse_duration
 from acta.errors import ValidationError
 from acta.ids import JobRef, new_incarnation
-from acta.ledger.claim import claim, start_many
+from acta.ledger.claim import claim, claim_and_start, start_many
 from acta.ledger.transition import apply_transitions
 from acta.ledger.worker import RECOVERY_JOB, heartbeat, register, stop
-from acta.model.codes import JobStatus
+from acta.model.codes import AuditLevel, EventCode, JobStatus, audited
 from acta.model.rows import Claimed, Heartbeat, NewJob, Started, Transition, WorkerSpec
 from acta.provider.verb import Verb
 from acta.runtime.batcher import GroupCommit
@@ -43,6 +43,8 @@ T = TypeVar("T")
 log = logging.getLogger("acta.worker")
 
 LEASE_BEATS = 4
+# buffered: claim, then start each run as it begins; direct: claim and start in one commit.
+PROFILES = ("buffered", "direct")
 DEAD_BEATS = 7
 
 
@@ -67,6 +69,7 @@ class Worker:
         app: Acta,
         *,
         executors: int = 10,
+        profile: str = "buffered",
         listen: bool = True,
         heartbeat: str | float | timedelta = 45,
         poll: str | float | timedelta = 1,
@@ -81,6 +84,9 @@ class Worker:
             or not 1 <= executors <= 1000
         ):
             raise ValidationError("executors", f"got {executors!r}", "an int from 1 to 1000")
+        if profile not in PROFILES:
+            raise ValidationError("profile", f"got {profile!r}", "'buffered' or 'direct'")
+        self.profile = profile
         self.app = app
         self.clock: Clock = clock or app.clock
         self.executors = executors
@@ -212,13 +218,25 @@ class Worker:
         await self.ensure_registered()
         lease_ms = self.lease // timedelta(milliseconds=1)
         args = (self.worker_id, self.namespace_id, limit, frozenset(self.skipped), lease_ms)
-        now = self.now()
-        claimed = await self.write(lambda: claim(*args, now, self.fused))
+        now, fused = self.now(), self.fused
         loop = asyncio.get_running_loop()
-        runs = [Run(job, loop) for job in claimed]
+        if self.profile == "direct":
+            pairs = await self.write(lambda: claim_and_start(*args, now, self._audits_start, fused))
+            # A start refused in the very transaction that claimed the job cannot happen; the
+            # filter only keeps a None from reaching an executor that would start it again.
+            runs = [Run(job, loop, started=started) for job, started in pairs if started]
+        else:
+            claimed = await self.write(lambda: claim(*args, now, fused))
+            runs = [Run(job, loop) for job in claimed]
         for run in runs:
             self.runs[run.job.job_id] = run
         return runs
+
+    def _audits_start(self, name: str) -> bool:
+        known = self._system.get(name)
+        definition = known.definition if known else self.app.definitions.get(name)
+        level = definition.policy.audit if definition is not None else AuditLevel.FULL
+        return audited(level, EventCode.EXECUTION_STARTED)
 
     async def execute(self, run: Run) -> TickOutcome:
         try:

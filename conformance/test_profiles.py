@@ -1,0 +1,118 @@
+"""The direct profile (claim and start in one commit) keeps every guarantee of the buffered one:
+retries, recovery of a killed worker, fencing, hand-back without a handler, graceful stop."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from acta import Acta, EventCode, JobContext, JobStatus
+from acta.clock import ManualClock
+from acta.provider.protocol import Provider
+from acta_testing import Host
+
+
+@pytest.fixture
+def direct(acta_app: Acta, acta_provider: Provider, acta_clock: ManualClock) -> Iterator[Host]:
+    host = Host(acta_app, acta_provider, acta_clock, profile="direct")
+    yield host
+    host.close()
+
+
+def test_direct_retries_and_succeeds(acta_app: Acta, direct: Host) -> None:
+    @acta_app.job("flaky-sync", backoff="10s", max_attempts=3)
+    def flaky(ctx: JobContext) -> int:
+        if ctx.attempt < 3:
+            raise RuntimeError(f"attempt {ctx.attempt} failed")
+        return ctx.execution
+
+    ref = flaky.enqueue()
+    assert direct.run_until_idle() == 3
+    assert direct.job(ref).status is JobStatus.SUCCEEDED
+    assert acta_app.result(ref) == 3
+    names = direct.event_names(ref)
+    assert names.count("execution-started") == 3 and names.count("retry-scheduled") == 2
+    assert names[-2:] == ["execution-finished", "succeeded"]
+
+
+def test_direct_killed_worker_is_recovered_by_a_peer(acta_app: Acta, direct: Host) -> None:
+    first, peer = direct.worker, direct.add_worker()
+
+    @acta_app.job("render")
+    def render(ctx: JobContext) -> str:
+        if ctx.execution == 1:
+            direct.kill(first)
+        return "ok"
+
+    ref = render.enqueue()
+    assert direct.tick(first) == "killed"
+    direct.advance(first.lease + peer.heartbeat)
+    assert direct.tick(peer) == "completed"
+    codes = [e.code for e in direct.events(ref)]
+    assert codes.count(EventCode.LEASE_LOST) == 1 and codes[-1] is EventCode.SUCCEEDED
+
+
+def test_direct_zombie_is_fenced(acta_app: Acta, direct: Host) -> None:
+    zombie, peer = direct.worker, direct.add_worker()
+
+    @acta_app.job("export")
+    def export(ctx: JobContext) -> int:
+        if ctx.execution == 1:
+            direct.pause(zombie)
+            direct.advance(zombie.lease + peer.heartbeat)
+            assert direct.tick(peer) == "completed"
+            direct.resume(zombie)
+        return ctx.execution
+
+    ref = export.enqueue()
+    assert direct.tick(zombie) == "lease-lost"
+    assert acta_app.result(ref) == 2
+    assert direct.event_names(ref).count("write-fenced") == 1
+
+
+def test_direct_without_a_handler_hands_back_the_started_run(
+    acta_provider: Provider, acta_clock: ManualClock
+) -> None:
+    producer, other_build = Acta(), Acta()
+    producer.define("old-report")
+
+    @other_build.job("new-report")
+    def new_report() -> None:
+        return None
+
+    with producer.bound(acta_provider, acta_clock):
+        ref = producer.enqueue("old-report")
+    host = Host(other_build, acta_provider, acta_clock, profile="direct")
+    try:
+        assert host.tick() == "rearmed"
+        job = other_build.get(ref)
+        assert job.status is JobStatus.READY and job.attempts == 0
+        names = host.event_names(ref)
+        assert names[-3:] == ["execution-started", "execution-finished", "handed-back"]
+        assert host.tick() == "nothing-claimed"  # the definition is skipped from now on
+    finally:
+        host.close()
+
+
+def test_direct_graceful_stop_hands_back(acta_app: Acta, direct: Host) -> None:
+    leaving, peer = direct.worker, direct.add_worker()
+
+    @acta_app.job("reindex")
+    def reindex(ctx: JobContext) -> int:
+        if ctx.execution == 1:
+            direct.stop(leaving)
+            ctx.raise_if_cancelled()
+        return ctx.execution
+
+    ref = reindex.enqueue()
+    assert direct.tick(leaving) == "rearmed"
+    assert direct.job(ref).attempts == 0
+    assert direct.tick(peer) == "completed"
+
+
+def test_profile_is_validated(acta_app: Acta) -> None:
+    from acta import ValidationError
+
+    with pytest.raises(ValidationError, match="profile"):
+        acta_app.worker(profile="eager")
