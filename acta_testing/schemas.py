@@ -34,7 +34,8 @@ def sqlite_template(base: Path) -> Path:
     """A migrated, checkpointed SQLite file under ``base`` (created on first call)."""
     with _lock:
         found = _templates.get(base)
-        if found is not None:
+        # A nested session (pytester) may reuse a base folder an earlier one already removed.
+        if found is not None and found.exists():
             return found
         path = base / "acta-template.sqlite3"
         provider = SqliteProvider(path)

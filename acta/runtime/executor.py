@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
+import os
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -351,8 +352,26 @@ def _codec_for_value(value: Any) -> Any:
     return codec_for(type(value) if isinstance(value, str | bytes) else Any)
 
 
+# Frames from these places are acta's or the event loop's plumbing, not the user's story.
+_PLUMBING = (
+    os.path.dirname(__file__) + os.sep,
+    os.path.join("concurrent", "futures"),
+    os.path.join("asyncio", ""),
+)
+_FRAMES_KEPT = 8
+
+
 def _describe(exc: BaseException) -> str:
+    """The error for the ledger: its type and message, then the handler's own frames."""
+    head = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, JobCancelledError):
-        return f"JobCancelledError: {exc}"
-    lines = traceback.format_exception(exc)
-    return f"{type(exc).__name__}: {exc}\n" + "".join(lines[-6:])
+        return head
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not any(part in frame.filename for part in _PLUMBING)
+    ]
+    if not frames:
+        return head
+    shown = "".join(traceback.format_list(frames[-_FRAMES_KEPT:]))
+    return f"{head}\nTraceback (most recent call last):\n{shown}"
