@@ -28,8 +28,10 @@ def claim(
     lease_ms: int,
     now: datetime | None,
     fused: bool = False,
+    alone: bool = True,
 ) -> Verb[list[Claimed]]:
-    """Lease up to ``limit`` due jobs in claim order (one round trip when ``fused``)."""
+    """Lease up to ``limit`` due jobs in claim order (one round trip when ``fused``; ``alone``
+    lets that statement be its own transaction when nothing follows it)."""
     if fused:
         rows = yield fetch_all(
             "fused_claim",
@@ -41,6 +43,7 @@ def claim(
                 "skip": sorted(skip_definitions),
                 "lease_ms": lease_ms,
             },
+            alone=alone,
         )
         return [_claimed(row) for row in rows]
     leased = yield fetch_all(
@@ -138,6 +141,7 @@ def start_many(
                 "epochs": [job.epoch for job, _ in jobs],
                 "audit": [audit for _, audit in jobs],
             },
+            alone=True,
         )
         done = {row["job_id"]: Started(row["executions"], bool(row["control"])) for row in rows}
     out: list[Started | None] = []
@@ -163,8 +167,9 @@ def claim_and_start(
 
     One commit instead of two before a handler runs. ``audit_started(name)`` says whether a
     definition writes execution-started events."""
+    # One transaction for both (one commit): the claim must not commit on its own here.
     claimed = yield from claim(
-        worker_id, namespace_id, limit, skip_definitions, lease_ms, now, fused
+        worker_id, namespace_id, limit, skip_definitions, lease_ms, now, fused, alone=False
     )
     if not claimed:
         return []

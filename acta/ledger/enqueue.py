@@ -176,6 +176,7 @@ def _fused(
             "tag_refs": [j.job_ref for j in jobs for _ in j.tags],
             "tags": [tag for j in jobs for tag in j.tags],
         },
+        alone=True,
     )
     refused = [job for job, row in zip(jobs, rows, strict=True) if row["job_id"] is None]
     holders: dict[str, Mapping[str, Any]] = {}

@@ -212,7 +212,7 @@ def apply_transitions(
     done: set[int] = set()
     fast = [p for p in plans if p.owner is not None and not p.lapsed]
     if fused and fast:
-        rows = yield fetch_all("fused_settle", _fused_settle_params(fast, now))
+        rows = yield fetch_all("fused_settle", _fused_settle_params(fast, now), alone=True)
         done = {row["job_id"] for row in rows}
     out: list[JobStatus | None] = []
     for plan in plans:

@@ -27,14 +27,17 @@ class Op:
     statement: str
     params: Mapping[str, Any] | Sequence[Mapping[str, Any]]
     fetch: Fetch
+    alone: bool = False
+    """The statement is atomic on its own: as a verb's first statement, a server provider may
+    run it as its own transaction (one round trip instead of BEGIN, statement, COMMIT)."""
 
 
 Verb: TypeAlias = Generator[Op, Any, T]
 
 
-def fetch_all(statement: str, params: Mapping[str, Any]) -> Op:
-    """Run ``statement`` and receive every row as a dict."""
-    return Op(statement, params, "all")
+def fetch_all(statement: str, params: Mapping[str, Any], *, alone: bool = False) -> Op:
+    """Run ``statement`` and receive every row as a dict (``alone``: see ``Op.alone``)."""
+    return Op(statement, params, "all", alone)
 
 
 def fetch_one(statement: str, params: Mapping[str, Any]) -> Op:

@@ -165,6 +165,8 @@ class PostgresProvider:
                     return self._transaction(conn, make)
             except PoolTimeout as exc:
                 raise self.target.unavailable(exc, "get a connection to") from None
+            except _PartlyCommitted as partly:
+                raise self._failed(partly.cause, None) from partly.cause
             except psycopg.Error as exc:
                 kind = retry_kind(exc, conn)
                 if kind is None or attempt == ATTEMPTS:
@@ -177,15 +179,32 @@ class PostgresProvider:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _transaction(self, conn: psycopg.Connection[Any], make: VerbFactory[T]) -> T:
+        done = _Progress()
         try:
             with conn.cursor(row_factory=utc_dict_row) as cur:
-                result = drive(make(), lambda op: self._execute(cur, op))
+
+                def run_op(op: Op) -> Any:
+                    if not done.any_op and op.alone:
+                        done.any_op = True
+                        conn.autocommit = True  # one round trip: the statement commits itself
+                        try:
+                            found = self._execute(cur, op)
+                        finally:
+                            conn.autocommit = False
+                        done.committed = True
+                        return found
+                    done.any_op = True
+                    return self._execute(cur, op)
+
+                result = drive(make(), run_op)
             conn.commit()
             return result
-        except BaseException:
+        except BaseException as exc:
             if not conn.closed:
                 with contextlib.suppress(psycopg.Error):
                     conn.rollback()
+            if done.committed and isinstance(exc, psycopg.Error):
+                raise _PartlyCommitted(exc) from exc
             raise
 
     async def run_async(self, make: VerbFactory[T], *, tx: object | None = None) -> T:
@@ -202,6 +221,8 @@ class PostgresProvider:
                     return await self._atransaction(aconn, make)
             except PoolTimeout as exc:
                 raise self.target.unavailable(exc, "get a connection to") from None
+            except _PartlyCommitted as partly:
+                raise self._failed(partly.cause, None) from partly.cause
             except psycopg.Error as exc:
                 kind = retry_kind(exc, aconn)
                 if kind is None or attempt == ATTEMPTS:
@@ -214,15 +235,32 @@ class PostgresProvider:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _atransaction(self, conn: psycopg.AsyncConnection[Any], make: VerbFactory[T]) -> T:
+        done = _Progress()
         try:
             async with conn.cursor(row_factory=utc_dict_row) as cur:
-                result = await drive_async(make(), lambda op: self._aexecute(cur, op))
+
+                async def run_op(op: Op) -> Any:
+                    if not done.any_op and op.alone:
+                        done.any_op = True
+                        await conn.set_autocommit(True)  # one round trip: it commits itself
+                        try:
+                            found = await self._aexecute(cur, op)
+                        finally:
+                            await conn.set_autocommit(False)
+                        done.committed = True
+                        return found
+                    done.any_op = True
+                    return await self._aexecute(cur, op)
+
+                result = await drive_async(make(), run_op)
             await conn.commit()
             return result
-        except BaseException:
+        except BaseException as exc:
             if not conn.closed:
                 with contextlib.suppress(psycopg.Error):
                     await conn.rollback()
+            if done.committed and isinstance(exc, psycopg.Error):
+                raise _PartlyCommitted(exc) from exc
             raise
 
     # -- the caller's transaction ---------------------------------------------------------
@@ -321,3 +359,23 @@ def _wrong_connection(conn: object) -> ConfigurationError:
         "the PostgreSQL provider runs in a caller's transaction on a psycopg Connection or "
         f"AsyncConnection, or a SQLAlchemy Connection or Session, not {type(conn).__name__}"
     )
+
+
+class _Progress:
+    """What a verb has done so far in a transaction: whether it ran any statement, and whether
+    one already committed on its own (then the verb must not run again)."""
+
+    __slots__ = ("any_op", "committed")
+
+    def __init__(self) -> None:
+        self.any_op = False
+        self.committed = False
+
+
+class _PartlyCommitted(Exception):
+    """A verb failed after its first statement committed on its own: running the whole verb
+    again would repeat that statement, so the failure is reported instead of retried."""
+
+    def __init__(self, cause: psycopg.Error) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
