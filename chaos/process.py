@@ -25,8 +25,11 @@ class Child:
     """One worker process and the lines it has printed so far."""
 
     name: str
-    process: subprocess.Popen[str]
+    process: subprocess.Popen[bytes]
     lines: list[str] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)
+    partial: str = ""
+    closed: bool = False
 
     @property
     def pid(self) -> int:
@@ -59,21 +62,41 @@ def spawn_worker(
         env={**os.environ, **env, "PYTHONPATH": str(app_dir)},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        text=True,
     )
     return Child(name, process)
+
+
+def _pull(child: Child) -> bool:
+    """Read what the child's pipe holds now (one raw read, so no line waits in a buffer that
+    select cannot see); False at end of file."""
+    assert child.process.stdout is not None
+    chunk = os.read(child.process.stdout.fileno(), 65536)
+    if not chunk:
+        return False
+    child.partial += chunk.decode("utf-8", "replace")
+    *complete, child.partial = child.partial.split("\n")
+    child.lines.extend(complete)
+    child.unread.extend(complete)
+    return True
 
 
 def wait_for_line(
     children: list[Child], match: Callable[[Child, str], bool], timeout: float
 ) -> tuple[Child, str]:
-    """Read the children's output until a line satisfies ``match``; fail after ``timeout`` s."""
+    """Read the children's output until a line satisfies ``match``; fail after ``timeout`` s.
+
+    Lines read earlier but not yet matched are considered first, in order."""
     deadline = _clock.monotonic() + timeout
     with selectors.DefaultSelector() as selector:
         for child in children:
-            if child.process.stdout is not None and child.process.poll() is None:
+            if child.process.stdout is not None and not child.closed:
                 selector.register(child.process.stdout, selectors.EVENT_READ, child)
         while True:
+            for child in children:
+                while child.unread:
+                    line = child.unread.pop(0)
+                    if match(child, line):
+                        return child, line
             left = deadline - _clock.monotonic()
             if left <= 0:
                 output = "\n".join(f"[{c.name}] {line}" for c in children for line in c.lines[-20:])
@@ -81,11 +104,7 @@ def wait_for_line(
                     f"no matching line within {timeout} s; recent output:\n{output}"
                 )
             for key, _ in selector.select(timeout=left):
-                child: Child = key.data
-                line = key.fileobj.readline()  # type: ignore[union-attr]
-                if not line:
+                child = key.data
+                if not _pull(child):
+                    child.closed = True
                     selector.unregister(key.fileobj)
-                    continue
-                child.lines.append(line.rstrip("\n"))
-                if match(child, line):
-                    return child, line

@@ -116,3 +116,23 @@ def test_profile_is_validated(acta_app: Acta) -> None:
 
     with pytest.raises(ValidationError, match="profile"):
         acta_app.worker(profile="eager")
+
+
+def test_direct_respects_the_audit_level_of_starts(acta_app: Acta, direct: Host) -> None:
+    @acta_app.job("quiet", audit="failures")
+    def quiet() -> None:
+        return None
+
+    @acta_app.job("loud")
+    def loud() -> None:
+        return None
+
+    hushed, chatty = quiet.enqueue(), loud.enqueue()
+    assert direct.run_until_idle() == 2
+    assert direct.event_names(hushed) == []
+    assert direct.event_names(chatty) == [
+        "enqueued",
+        "execution-started",
+        "execution-finished",
+        "succeeded",
+    ]

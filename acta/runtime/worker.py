@@ -27,7 +27,7 @@ from acta.ids import JobRef, new_incarnation
 from acta.ledger.claim import claim, claim_and_start, start_many
 from acta.ledger.transition import apply_transitions
 from acta.ledger.worker import RECOVERY_JOB, heartbeat, register, stop
-from acta.model.codes import AuditLevel, EventCode, JobStatus, audited
+from acta.model.codes import EventCode, JobStatus, audited
 from acta.model.rows import Claimed, Heartbeat, NewJob, Started, Transition, WorkerSpec
 from acta.provider.verb import Verb
 from acta.runtime.batcher import GroupCommit
@@ -114,6 +114,8 @@ class Worker:
         self.namespace_id = 0
         self.recovery_job_id = 0
         self._system = system_jobs(app)
+        self._definition_ids: dict[str, int] = {}
+        self._quiet: frozenset[int] | None = None
         self.bells: list[Bell] = []
         # Whether to use the database's bell (LISTEN/NOTIFY) when the provider has one; polling
         # stays the truth either way.
@@ -201,6 +203,7 @@ class Worker:
         now = self.now()
         reg = await self.write(lambda: register(namespace, specs, spec, slot, now))
         self.worker_id, self.namespace_id = reg.worker_id, reg.namespace_id
+        self._definition_ids, self._quiet = dict(reg.definition_ids), None
         self.recovery_job_id = reg.recovery_job_id
         self._heartbeat_loop.due = self.clock.now() + self.heartbeat
         log.info("worker %s registered in namespace %r", self.incarnation, namespace)
@@ -221,7 +224,8 @@ class Worker:
         now, fused = self.now(), self.fused
         loop = asyncio.get_running_loop()
         if self.profile == "direct":
-            pairs = await self.write(lambda: claim_and_start(*args, now, self._audits_start, fused))
+            quiet = self._quiet_definitions()
+            pairs = await self.write(lambda: claim_and_start(*args, now, quiet, fused))
             # A start refused in the very transaction that claimed the job cannot happen; the
             # filter only keeps a None from reaching an executor that would start it again.
             runs = [Run(job, loop, started=started) for job, started in pairs if started]
@@ -232,11 +236,19 @@ class Worker:
             self.runs[run.job.job_id] = run
         return runs
 
-    def _audits_start(self, name: str) -> bool:
-        known = self._system.get(name)
-        definition = known.definition if known else self.app.definitions.get(name)
-        level = definition.policy.audit if definition is not None else AuditLevel.FULL
-        return audited(level, EventCode.EXECUTION_STARTED)
+    def _quiet_definitions(self) -> frozenset[int]:
+        """Ids of this build's definitions whose audit level omits execution-started events
+        (a definition this build does not know is audited: its policy is not known here)."""
+        if self._quiet is None:
+            own = {name: s.definition for name, s in self._system.items()}
+            own.update(self.app.definitions)
+            self._quiet = frozenset(
+                self._definition_ids[name]
+                for name, definition in own.items()
+                if name in self._definition_ids
+                and not audited(definition.policy.audit, EventCode.EXECUTION_STARTED)
+            )
+        return self._quiet
 
     async def execute(self, run: Run) -> TickOutcome:
         try:

@@ -42,6 +42,55 @@ JOIN {schema}.jobs j        ON j.id = c.job_id
 JOIN {schema}.definitions d ON d.id = j.definition_id
 ORDER BY c.priority DESC, c.next_run_at, c.job_id;
 
+-- name: fused_claim_start
+-- The direct profile in one statement: claim as fused_claim does, but straight into executing
+-- (execution counted, execution-started events written except for the definitions listed in
+-- :quiet_definitions, whose audit level leaves them out), so a woken worker reaches its
+-- handler after one round trip.
+WITH candidates AS MATERIALIZED (
+    SELECT r.job_id
+    FROM {schema}.runtime r
+    WHERE r.namespace_id = :namespace_id
+      AND r.status = 10
+      AND r.next_run_at <= COALESCE(:now::timestamptz, now())
+      AND r.definition_id <> ALL (:skip::bigint[])
+      AND EXISTS (SELECT 1 FROM {schema}.workers w WHERE w.id = :worker_id AND w.status = 1)
+    ORDER BY r.priority DESC, r.next_run_at, r.job_id
+    LIMIT :limit
+    FOR UPDATE OF r SKIP LOCKED
+),
+claimed AS (
+    UPDATE {schema}.runtime r
+    SET status           = 21,
+        executions       = r.executions + 1,
+        lease_owner      = :worker_id,
+        lease_epoch      = r.lease_epoch + 1,
+        lease_expires_at = COALESCE(:now::timestamptz, now())
+                           + :lease_ms::bigint * interval '1 millisecond',
+        version          = r.version + 1,
+        updated_at       = COALESCE(:now::timestamptz, now())
+    FROM candidates c
+    WHERE r.job_id = c.job_id
+      AND r.status = 10
+    RETURNING r.job_id, r.lease_epoch, r.attempts, r.executions, r.priority, r.next_run_at,
+              r.control, r.definition_id, r.namespace_id
+),
+logged AS (
+    INSERT INTO {schema}.events (at, namespace_id, job_id, job_ref, worker_id, code, execution, epoch)
+    SELECT COALESCE(:now::timestamptz, now()), c.namespace_id, c.job_id, j.job_ref, :worker_id,
+           10, c.executions, c.lease_epoch
+    FROM claimed c
+    JOIN {schema}.jobs j ON j.id = c.job_id
+    WHERE c.definition_id <> ALL (:quiet_definitions::bigint[])
+)
+SELECT c.job_id, j.job_ref, d.name, j.definition_id, j.namespace_id, c.lease_epoch,
+       c.attempts, c.executions - 1 AS executions, c.executions AS execution, c.control,
+       c.priority, j.input_codec, j.input, j.correlation_key, j.created_at
+FROM claimed c
+JOIN {schema}.jobs j        ON j.id = c.job_id
+JOIN {schema}.definitions d ON d.id = j.definition_id
+ORDER BY c.priority DESC, c.next_run_at, c.job_id;
+
 -- name: fused_start
 -- dispatched -> executing for a batch of this worker's runs, with their execution-started
 -- events (for the runs whose definition audits them). Fenced runs are absent from the result.
