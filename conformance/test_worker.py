@@ -180,3 +180,79 @@ async def test_enqueue_in_process_wakes_an_idle_worker(app: Acta, acta_clock: Ma
     await _until(done, acta_clock)  # the clock never moved: the bell, not the poll, woke it
     stopping.set()
     await serving
+
+
+async def test_buffered_workers_claim_one_batch_ahead(app: Acta, acta_clock: ManualClock) -> None:
+    running = 0
+    release = asyncio.Event()
+
+    @app.job("transcode")
+    async def transcode(n: int) -> None:
+        nonlocal running
+        running += 1
+        await release.wait()
+        running -= 1
+
+    await app.enqueue_batch_async([transcode.request(i) for i in range(6)])
+    worker = app.worker(executors=2, clock=acta_clock)
+    stopping = asyncio.Event()
+    serving = asyncio.create_task(worker.serve(stopping))
+
+    async def buffered() -> bool:
+        jobs = await app.jobs_async()
+        statuses = sorted(j.status.label for j in jobs)
+        return running == 2 and statuses.count("dispatched") == 2
+
+    await _until(buffered, acta_clock)
+    for _ in range(100):  # it must not take more than one batch ahead, nor run more than 2
+        await _yield()
+    jobs = await app.jobs_async()
+    assert running == 2
+    assert sorted(j.status.label for j in jobs) == [
+        "dispatched",
+        "dispatched",
+        "executing",
+        "executing",
+        "ready",
+        "ready",
+    ]
+    release.set()
+
+    async def drained() -> bool:
+        return all(j.status is JobStatus.SUCCEEDED for j in await app.jobs_async())
+
+    await _until(drained, acta_clock)
+    stopping.set()
+    await serving
+
+
+async def test_shutdown_hands_back_buffered_runs_too(app: Acta, acta_clock: ManualClock) -> None:
+    started = asyncio.Event()
+
+    @app.job("long-export")
+    async def long_export(ctx: JobContext) -> None:
+        started.set()
+        await ctx.cancellation.wait_async()
+
+    refs = await app.enqueue_batch_async([long_export.request() for _ in range(3)])
+    worker = app.worker(executors=1, clock=acta_clock, shutdown_grace="5s")
+    stopping = asyncio.Event()
+    serving = asyncio.create_task(worker.serve(stopping))
+    await started.wait()
+
+    async def one_buffered() -> bool:
+        labels = [j.status.label for j in await app.jobs_async()]
+        return labels.count("dispatched") == 1 and labels.count("executing") == 1
+
+    await _until(one_buffered, acta_clock)
+    stopping.set()
+    for _ in range(50):
+        await _yield()
+    acta_clock.advance(6)
+    await serving
+
+    jobs = [await app.get_async(r) for r in refs]
+    assert all(j.status is JobStatus.READY and j.attempts == 0 for j in jobs)
+    assert sorted(j.executions for j in jobs) == [0, 0, 1]  # only one handler ever started
+    handed = [(await app.events_async(r))[-1].code for r in refs]
+    assert handed.count(EventCode.HANDED_BACK) == 2  # the running one and the buffered one

@@ -70,6 +70,8 @@ class Run:
     loop: asyncio.AbstractEventLoop
     started: Started | None = None
     """Set when the claim already started the run (the direct profile)."""
+    holds_slot: bool = False
+    """Whether the run occupies one of the worker's executors right now."""
     cancellation: Cancellation = field(default_factory=Cancellation)
     stop_reason: Stop | None = None
     stopped: asyncio.Event = field(default_factory=asyncio.Event)
@@ -131,7 +133,12 @@ async def execute(worker: Worker, run: Run) -> TickOutcome:
             final=True,
         )
     try:
-        returned = await _invoke(worker, run, definition, attempt.context(), policy.timeout, value)
+        try:
+            returned = await _invoke(
+                worker, run, definition, attempt.context(), policy.timeout, value
+            )
+        finally:
+            worker.free_slot(run)  # the next run may start while this one settles
     except Interrupted as stop:
         if stop.reason is Stop.TIMEOUT:
             limit = policy.timeout.total_seconds() if policy.timeout else 0
@@ -309,7 +316,7 @@ async def _invoke(
     run.cancellation.cancel(reason.value)
     if not handler.done():
         if thread is not None:
-            worker.abandon(thread)
+            worker.abandon(thread, run)
         handler.cancel()  # interrupts async handlers; a thread keeps running, flagged
         await asyncio.wait({handler}, timeout=CANCEL_GRACE_SECONDS)
     if handler.done() and not handler.cancelled():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import os
 import random
@@ -87,6 +88,10 @@ class Worker:
         if profile not in PROFILES:
             raise ValidationError("profile", f"got {profile!r}", "'buffered' or 'direct'")
         self.profile = profile
+        # Claimed-ahead runs: buffered workers keep up to one batch leased and waiting; direct
+        # ones start what they claim, so they claim only for free executors.
+        self.prefetch = executors if profile == "buffered" else 0
+        self._slots: asyncio.Semaphore | None = None
         self.app = app
         self.clock: Clock = clock or app.clock
         self.executors = executors
@@ -251,10 +256,40 @@ class Worker:
         return self._quiet
 
     async def execute(self, run: Run) -> TickOutcome:
+        """Run one claimed job once an executor is free (buffered runs may wait here)."""
         try:
+            await self._take_slot(run)
             return await execute(self, run)
         finally:
+            self.free_slot(run)
             self.runs.pop(run.job.job_id, None)
+
+    async def _take_slot(self, run: Run) -> None:
+        """Wait for a free executor, unless the run is stopped first (then it goes on without
+        one, only to hand its job back)."""
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.executors)
+        if not self._slots.locked():
+            await self._slots.acquire()
+            run.holds_slot = True
+            return
+        acquiring = asyncio.ensure_future(self._slots.acquire())
+        stopping = asyncio.ensure_future(run.stopped.wait())
+        await asyncio.wait({acquiring, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if not acquiring.done():
+            acquiring.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await acquiring
+        if acquiring.done() and not acquiring.cancelled():
+            run.holds_slot = True
+
+    def free_slot(self, run: Run) -> None:
+        """The run's handler is done: its executor may start the next run (while this one's
+        settle commits). Safe to call more than once."""
+        if run.holds_slot and self._slots is not None:
+            run.holds_slot = False
+            self._slots.release()
 
     async def run_one(self) -> tuple[TickOutcome, str | None]:
         """Claim at most one job and run it to its settlement; returns the outcome and the
@@ -269,7 +304,9 @@ class Worker:
         return await self.execute(runs[0]), runs[0].job.name
 
     async def _claim_step(self, now: datetime) -> datetime:
-        free = self.free_executors()
+        # Buffered workers claim ahead (up to ``prefetch`` more than their executors), so the
+        # next runs are leased and waiting while the current ones settle.
+        free = self.free_executors() + self.prefetch
         if free <= 0 or self.killed:
             return now + self.poll
         runs = await self.claim(free)
@@ -325,15 +362,22 @@ class Worker:
         self.abandoned = {f for f in self.abandoned if not f.done()}
         return self.executors - len(self.runs) - len(self.abandoned)
 
-    def abandon(self, thread: concurrent.futures.Future[Any]) -> None:
-        """Count a stopped-but-still-running sync handler until its thread returns."""
+    def abandon(self, thread: concurrent.futures.Future[Any], run: Run) -> None:
+        """A stopped sync handler still occupies its thread: it keeps its executor slot, and
+        counts against claims, until the thread returns."""
         self.abandoned.add(thread)
         loop = asyncio.get_running_loop()
+        keeps_slot, run.holds_slot = run.holds_slot, False  # the thread frees it, not the run
+
+        def freed() -> None:
+            if keeps_slot and self._slots is not None:
+                self._slots.release()
+            self.wake()
 
         def returned(_: object) -> None:
             self.abandoned.discard(thread)
             if not loop.is_closed():
-                loop.call_soon_threadsafe(self.wake)
+                loop.call_soon_threadsafe(freed)
 
         thread.add_done_callback(returned)
 
