@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -26,6 +27,16 @@ async def _until(predicate: Callable[[], Awaitable[bool]], clock: ManualClock) -
             return
         await _yield()
     raise AssertionError("condition never held")
+
+
+def _shutting_down(worker: Any) -> Callable[[], Awaitable[bool]]:
+    """True once the worker entered shutdown (it stops claiming and fixes its grace deadline
+    in the same step)."""
+
+    async def entered() -> bool:
+        return not worker._claim_loop.enabled
+
+    return entered
 
 
 async def _yield() -> None:
@@ -115,6 +126,7 @@ async def test_shutdown_hands_back_unfinished_runs(app: Acta, acta_clock: Manual
     serving = asyncio.create_task(worker.serve(stopping))
     await started.wait()
     stopping.set()
+    await _until(_shutting_down(worker), acta_clock)  # its grace deadline is set now
     for _ in range(50):
         await _yield()
     assert not serving.done()  # still inside the grace period
@@ -246,8 +258,7 @@ async def test_shutdown_hands_back_buffered_runs_too(app: Acta, acta_clock: Manu
 
     await _until(one_buffered, acta_clock)
     stopping.set()
-    for _ in range(50):
-        await _yield()
+    await _until(_shutting_down(worker), acta_clock)  # its grace deadline is set now
     acta_clock.advance(6)
     await serving
 
