@@ -20,6 +20,18 @@ from typing import TYPE_CHECKING, Any
 from acta.provider.sqlite import SqliteProvider
 from acta.provider.statements import convert_params, replace_schema
 
+# The ledger's own tables (codes and migrations aside), for tests that count or snapshot rows.
+LEDGER_TABLES = (
+    "namespaces",
+    "definitions",
+    "jobs",
+    "job_tags",
+    "runtime",
+    "events",
+    "results",
+    "workers",
+)
+
 if TYPE_CHECKING:
     import psycopg
 

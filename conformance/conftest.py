@@ -28,18 +28,10 @@ import pytest
 from acta.provider.protocol import Provider
 from acta_testing import LedgerLocation, ledger_location
 from acta_testing.plugin import CONFORMANCE, chosen_provider
+from acta_testing.schemas import LEDGER_TABLES
 
 HERE = Path(__file__).parent
-TABLES = (
-    "namespaces",
-    "definitions",
-    "jobs",
-    "job_tags",
-    "runtime",
-    "events",
-    "results",
-    "workers",
-)
+TABLES = LEDGER_TABLES
 Params = Mapping[str, Any]
 
 

@@ -18,19 +18,10 @@ from typing import Any
 import pytest
 
 from acta.provider.sqlite import SqliteProvider
-from acta_testing.schemas import sqlite_copy
+from acta_testing.schemas import LEDGER_TABLES, sqlite_copy
 
 PREFIX = "acta_"
-TABLES = (
-    "namespaces",
-    "definitions",
-    "jobs",
-    "job_tags",
-    "runtime",
-    "events",
-    "results",
-    "workers",
-)
+TABLES = LEDGER_TABLES
 
 
 class Ledger:
