@@ -42,6 +42,8 @@ def claim(
                 "limit": limit,
                 "skip": sorted(skip_definitions),
                 "lease_ms": lease_ms,
+                "start": False,
+                "quiet_definitions": [],
             },
             alone=alone,
         )
@@ -167,7 +169,7 @@ def claim_and_start(
     ``fused``). ``quiet_definitions``: definitions whose audit level omits execution-started."""
     if fused:
         rows = yield fetch_all(
-            "fused_claim_start",
+            "fused_claim",
             {
                 "now": now,
                 "worker_id": worker_id,
@@ -175,6 +177,7 @@ def claim_and_start(
                 "limit": limit,
                 "skip": sorted(skip_definitions),
                 "lease_ms": lease_ms,
+                "start": True,
                 "quiet_definitions": sorted(quiet_definitions),
             },
             alone=True,

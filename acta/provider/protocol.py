@@ -28,7 +28,6 @@ VerbFactory = Callable[[], Verb[T]]
 SERVER_STATEMENTS = frozenset(
     {
         "fused_claim",
-        "fused_claim_start",
         "fused_start",
         "fused_settle",
         "fused_enqueue",

@@ -7,7 +7,11 @@
 -- Batches arrive as parallel arrays (unnest) so psycopg sends them as typed parameters.
 
 -- name: fused_claim
--- claim + claimed_jobs in one statement. See claim for why MATERIALIZED and SKIP LOCKED.
+-- Claim (and, for the direct profile, start) a batch in one statement. See claim for why
+-- MATERIALIZED and SKIP LOCKED. With :start the rows go straight to executing: the execution is
+-- counted and execution-started events are written, except for the definitions listed in
+-- :quiet_definitions (whose audit level leaves them out), so a woken worker reaches its
+-- handler after one round trip. The result's executions is the count before this run.
 WITH candidates AS MATERIALIZED (
     SELECT r.job_id
     FROM {schema}.runtime r
@@ -22,47 +26,8 @@ WITH candidates AS MATERIALIZED (
 ),
 claimed AS (
     UPDATE {schema}.runtime r
-    SET status           = 20,
-        lease_owner      = :worker_id,
-        lease_epoch      = r.lease_epoch + 1,
-        lease_expires_at = COALESCE(:now::timestamptz, now())
-                           + :lease_ms::bigint * interval '1 millisecond',
-        version          = r.version + 1,
-        updated_at       = COALESCE(:now::timestamptz, now())
-    FROM candidates c
-    WHERE r.job_id = c.job_id
-      AND r.status = 10
-    RETURNING r.job_id, r.lease_epoch, r.attempts, r.executions, r.priority, r.next_run_at
-)
-SELECT c.job_id, j.job_ref, d.name, j.definition_id, j.namespace_id, c.lease_epoch,
-       c.attempts, c.executions, c.priority, j.input_codec, j.input, j.correlation_key,
-       j.created_at
-FROM claimed c
-JOIN {schema}.jobs j        ON j.id = c.job_id
-JOIN {schema}.definitions d ON d.id = j.definition_id
-ORDER BY c.priority DESC, c.next_run_at, c.job_id;
-
--- name: fused_claim_start
--- The direct profile in one statement: claim as fused_claim does, but straight into executing
--- (execution counted, execution-started events written except for the definitions listed in
--- :quiet_definitions, whose audit level leaves them out), so a woken worker reaches its
--- handler after one round trip.
-WITH candidates AS MATERIALIZED (
-    SELECT r.job_id
-    FROM {schema}.runtime r
-    WHERE r.namespace_id = :namespace_id
-      AND r.status = 10
-      AND r.next_run_at <= COALESCE(:now::timestamptz, now())
-      AND r.definition_id <> ALL (:skip::bigint[])
-      AND EXISTS (SELECT 1 FROM {schema}.workers w WHERE w.id = :worker_id AND w.status = 1)
-    ORDER BY r.priority DESC, r.next_run_at, r.job_id
-    LIMIT :limit
-    FOR UPDATE OF r SKIP LOCKED
-),
-claimed AS (
-    UPDATE {schema}.runtime r
-    SET status           = 21,
-        executions       = r.executions + 1,
+    SET status           = CASE WHEN :start::boolean THEN 21 ELSE 20 END,
+        executions       = r.executions + CASE WHEN :start::boolean THEN 1 ELSE 0 END,
         lease_owner      = :worker_id,
         lease_epoch      = r.lease_epoch + 1,
         lease_expires_at = COALESCE(:now::timestamptz, now())
@@ -81,10 +46,13 @@ logged AS (
            10, c.executions, c.lease_epoch
     FROM claimed c
     JOIN {schema}.jobs j ON j.id = c.job_id
-    WHERE c.definition_id <> ALL (:quiet_definitions::bigint[])
+    WHERE :start::boolean
+      AND c.definition_id <> ALL (:quiet_definitions::bigint[])
 )
 SELECT c.job_id, j.job_ref, d.name, j.definition_id, j.namespace_id, c.lease_epoch,
-       c.attempts, c.executions - 1 AS executions, c.executions AS execution, c.control,
+       c.attempts,
+       c.executions - CASE WHEN :start::boolean THEN 1 ELSE 0 END AS executions,
+       c.executions AS execution, c.control,
        c.priority, j.input_codec, j.input, j.correlation_key, j.created_at
 FROM claimed c
 JOIN {schema}.jobs j        ON j.id = c.job_id
