@@ -78,8 +78,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--profile",
         choices=("buffered", "direct"),
         default="buffered",
-        help="buffered: claim, then start each run as it begins; direct: claim and start in "
-        "one commit (lower latency). Both are durable (default buffered)",
+        help="buffered: also claim one batch ahead of the free executors; direct: claim only "
+        "for free executors. Both start a job for a free executor in the claim's own commit "
+        "(default buffered)",
     )
     worker.add_argument(
         "--no-listen",

@@ -1,10 +1,10 @@
 """Claiming and starting: the worker's hot path into the ledger.
 
-``claim`` leases up to ``limit`` due jobs under a new epoch each (status dispatched) and returns
-what the executors need; ``start`` moves one to executing and writes its execution-started
-event. Both are fenced: a worker that lost its lease or was declared dead gets nothing. The
-buffered profile claims, then starts each run as an executor takes it; the direct profile
-(``claim_and_start``) does both in one transaction.
+``claim`` leases up to ``limit`` due jobs under a new epoch each and starts the first ``start``
+of them in the same transaction (one statement on server dialects): those are for executors
+that are free now. The rest stay dispatched until an executor takes them and ``start`` (or
+``start_many``, group-committed) moves them to executing with their execution-started event.
+All are fenced: a worker that lost its lease or was declared dead gets nothing.
 """
 
 from __future__ import annotations
@@ -20,34 +20,15 @@ from acta.model.rows import Claimed, Started
 from acta.provider.verb import Verb, execute, fetch_all, fetch_one
 
 
-def claim(
+def _lease(
     worker_id: int,
     namespace_id: int,
     limit: int,
     skip_definitions: Collection[int],
     lease_ms: int,
     now: datetime | None,
-    fused: bool = False,
-    alone: bool = True,
 ) -> Verb[list[Claimed]]:
-    """Lease up to ``limit`` due jobs in claim order (one round trip when ``fused``; ``alone``
-    lets that statement be its own transaction when nothing follows it)."""
-    if fused:
-        rows = yield fetch_all(
-            "fused_claim",
-            {
-                "now": now,
-                "worker_id": worker_id,
-                "namespace_id": namespace_id,
-                "limit": limit,
-                "skip": sorted(skip_definitions),
-                "lease_ms": lease_ms,
-                "start": False,
-                "quiet_definitions": [],
-            },
-            alone=alone,
-        )
-        return [_claimed(row) for row in rows]
+    """The portable claim: lease up to ``limit`` due jobs (dispatched), in claim order."""
     leased = yield fetch_all(
         "claim",
         {
@@ -155,18 +136,23 @@ def start_many(
     return out
 
 
-def claim_and_start(
+def claim(
     worker_id: int,
     namespace_id: int,
     limit: int,
     skip_definitions: Collection[int],
     lease_ms: int,
     now: datetime | None,
+    startable: Collection[int],
     quiet_definitions: Collection[int],
+    *,
+    start: int,
     fused: bool = False,
 ) -> Verb[list[tuple[Claimed, Started | None]]]:
-    """The direct profile: lease due jobs and start them in one transaction (one statement when
-    ``fused``). ``quiet_definitions``: definitions whose audit level omits execution-started."""
+    """Lease up to ``limit`` due jobs and start the first ``start`` of them whose definition is
+    in ``startable``, in one transaction (one statement when ``fused``). Each claimed job comes
+    with its Started, or None when it was only leased. ``quiet_definitions``: definitions
+    whose audit level omits execution-started."""
     if fused:
         rows = yield fetch_all(
             "fused_claim",
@@ -177,18 +163,24 @@ def claim_and_start(
                 "limit": limit,
                 "skip": sorted(skip_definitions),
                 "lease_ms": lease_ms,
-                "start": True,
+                "start": start,
+                "startable": sorted(startable),
                 "quiet_definitions": sorted(quiet_definitions),
             },
             alone=True,
         )
-        return [(_claimed(row), Started(row["execution"], bool(row["control"]))) for row in rows]
-    # One transaction for both (one commit): the claim must not commit on its own here.
-    claimed = yield from claim(
-        worker_id, namespace_id, limit, skip_definitions, lease_ms, now, fused, alone=False
-    )
-    if not claimed:
-        return []
-    items = [(job, job.definition_id not in quiet_definitions) for job in claimed]
+        return [
+            (
+                _claimed(row),
+                Started(row["execution"], bool(row["control"])) if row["started"] else None,
+            )
+            for row in rows
+        ]
+    claimed = yield from _lease(worker_id, namespace_id, limit, skip_definitions, lease_ms, now)
+    starting = [job for job in claimed if job.definition_id in startable][: max(0, start)]
+    if not starting:
+        return [(job, None) for job in claimed]
+    items = [(job, job.definition_id not in quiet_definitions) for job in starting]
     started = yield from start_many(items, worker_id, now, fused)
-    return list(zip(claimed, started, strict=True))
+    by_id = {job.job_id: s for job, s in zip(starting, started, strict=True)}
+    return [(job, by_id.get(job.job_id)) for job in claimed]

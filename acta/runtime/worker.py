@@ -25,7 +25,7 @@ from acta.clock import Clock
 from acta.duration import parse_duration
 from acta.errors import ValidationError
 from acta.ids import JobRef, new_incarnation
-from acta.ledger.claim import claim, claim_and_start, start_many
+from acta.ledger.claim import claim, start_many
 from acta.ledger.transition import apply_transitions
 from acta.ledger.worker import RECOVERY_JOB, heartbeat, register, stop
 from acta.model.codes import EventCode, JobStatus, audited
@@ -44,7 +44,8 @@ T = TypeVar("T")
 log = logging.getLogger("acta.worker")
 
 LEASE_BEATS = 4
-# buffered: claim, then start each run as it begins; direct: claim and start in one commit.
+# Both start what they claim for free executors in the claim's own commit; buffered also
+# claims one batch ahead, started later as executors free up; direct claims only for free ones.
 PROFILES = ("buffered", "direct")
 DEAD_BEATS = 7
 
@@ -120,7 +121,7 @@ class Worker:
         self.recovery_job_id = 0
         self._system = system_jobs(app)
         self._definition_ids: dict[str, int] = {}
-        self._quiet: frozenset[int] | None = None
+        self._startable: tuple[frozenset[int], frozenset[int]] | None = None
         self.bells: list[Bell] = []
         # Whether to use the database's bell (LISTEN/NOTIFY) when the provider has one; polling
         # stays the truth either way.
@@ -208,7 +209,7 @@ class Worker:
         now = self.now()
         reg = await self.write(lambda: register(namespace, specs, spec, slot, now))
         self.worker_id, self.namespace_id = reg.worker_id, reg.namespace_id
-        self._definition_ids, self._quiet = dict(reg.definition_ids), None
+        self._definition_ids, self._startable = dict(reg.definition_ids), None
         self.recovery_job_id = reg.recovery_job_id
         self._heartbeat_loop.due = self.clock.now() + self.heartbeat
         log.info("worker %s registered in namespace %r", self.incarnation, namespace)
@@ -222,38 +223,45 @@ class Worker:
     # -- claiming and running -------------------------------------------------------------
 
     async def claim(self, limit: int) -> list[Run]:
-        """Lease up to ``limit`` due jobs; each becomes a Run this worker holds."""
+        """Lease up to ``limit`` due jobs; each becomes a Run this worker holds. As many as
+        there are free executors start in the claim's own commit; the rest wait, dispatched,
+        for an executor (and are started then)."""
         await self.ensure_registered()
         lease_ms = self.lease // timedelta(milliseconds=1)
         args = (self.worker_id, self.namespace_id, limit, frozenset(self.skipped), lease_ms)
         now, fused = self.now(), self.fused
+        startable, quiet = self._claim_sets()
+        start = min(limit, self.free_executors())
+        pairs = await self.write(
+            lambda: claim(*args, now, startable, quiet, start=start, fused=fused)
+        )
         loop = asyncio.get_running_loop()
-        if self.profile == "direct":
-            quiet = self._quiet_definitions()
-            pairs = await self.write(lambda: claim_and_start(*args, now, quiet, fused))
-            # A start refused in the very transaction that claimed the job cannot happen; the
-            # filter only keeps a None from reaching an executor that would start it again.
-            runs = [Run(job, loop, started=started) for job, started in pairs if started]
-        else:
-            claimed = await self.write(lambda: claim(*args, now, fused))
-            runs = [Run(job, loop) for job in claimed]
+        runs = [Run(job, loop, started=started) for job, started in pairs]
         for run in runs:
             self.runs[run.job.job_id] = run
         return runs
 
-    def _quiet_definitions(self) -> frozenset[int]:
-        """Ids of this build's definitions whose audit level omits execution-started events
-        (a definition this build does not know is audited: its policy is not known here)."""
-        if self._quiet is None:
+    def _claim_sets(self) -> tuple[frozenset[int], frozenset[int]]:
+        """Which definitions a claim may start at once, and which of those leave out the
+        execution-started event (their audit level). Only definitions this build has a handler
+        for and whose id it learnt at registration qualify; a job of any other definition is
+        only leased, and the executor decides (start it, or hand it back for want of a
+        handler) with the definition's live policy."""
+        if self._startable is None:
             own = {name: s.definition for name, s in self._system.items()}
-            own.update(self.app.definitions)
-            self._quiet = frozenset(
-                self._definition_ids[name]
-                for name, definition in own.items()
-                if name in self._definition_ids
-                and not audited(definition.policy.audit, EventCode.EXECUTION_STARTED)
+            own.update(
+                (name, d) for name, d in self.app.definitions.items() if d.handler is not None
             )
-        return self._quiet
+            known = {name: d for name, d in own.items() if name in self._definition_ids}
+            self._startable = (
+                frozenset(self._definition_ids[name] for name in known),
+                frozenset(
+                    self._definition_ids[name]
+                    for name, d in known.items()
+                    if not audited(d.policy.audit, EventCode.EXECUTION_STARTED)
+                ),
+            )
+        return self._startable
 
     async def execute(self, run: Run) -> TickOutcome:
         """Run one claimed job once an executor is free (buffered runs may wait here)."""

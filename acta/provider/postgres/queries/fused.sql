@@ -7,13 +7,16 @@
 -- Batches arrive as parallel arrays (unnest) so psycopg sends them as typed parameters.
 
 -- name: fused_claim
--- Claim (and, for the direct profile, start) a batch in one statement. See claim for why
--- MATERIALIZED and SKIP LOCKED. With :start the rows go straight to executing: the execution is
--- counted and execution-started events are written, except for the definitions listed in
--- :quiet_definitions (whose audit level leaves them out), so a woken worker reaches its
--- handler after one round trip. The result's executions is the count before this run.
+-- Claim a batch in one statement, and start at once the first :start of it (in claim order)
+-- whose definition is in :startable (those this worker has a handler for).
+-- See claim for why MATERIALIZED and SKIP LOCKED. A started row goes straight to executing:
+-- its execution is counted and its execution-started event written (except for definitions
+-- listed in :quiet_definitions, whose audit level leaves it out), so a woken worker with free
+-- executors reaches its handlers after one round trip. The rest stay dispatched, waiting for
+-- an executor. In the result, executions is the count before this claim and execution the
+-- number of the run that started (meaningful where started is true).
 WITH candidates AS MATERIALIZED (
-    SELECT r.job_id
+    SELECT r.job_id, r.priority, r.next_run_at, r.definition_id
     FROM {schema}.runtime r
     WHERE r.namespace_id = :namespace_id
       AND r.status = 10
@@ -24,21 +27,30 @@ WITH candidates AS MATERIALIZED (
     LIMIT :limit
     FOR UPDATE OF r SKIP LOCKED
 ),
+-- Window functions cannot share a query level with FOR UPDATE, so the rank is taken here.
+ranked AS (
+    SELECT c.job_id,
+           c.definition_id = ANY (:startable::bigint[])
+           AND row_number() OVER (PARTITION BY c.definition_id = ANY (:startable::bigint[])
+                                  ORDER BY c.priority DESC, c.next_run_at, c.job_id)
+               <= :start::bigint AS started
+    FROM candidates c
+),
 claimed AS (
     UPDATE {schema}.runtime r
-    SET status           = CASE WHEN :start::boolean THEN 21 ELSE 20 END,
-        executions       = r.executions + CASE WHEN :start::boolean THEN 1 ELSE 0 END,
+    SET status           = CASE WHEN c.started THEN 21 ELSE 20 END,
+        executions       = r.executions + CASE WHEN c.started THEN 1 ELSE 0 END,
         lease_owner      = :worker_id,
         lease_epoch      = r.lease_epoch + 1,
         lease_expires_at = COALESCE(:now::timestamptz, now())
                            + :lease_ms::bigint * interval '1 millisecond',
         version          = r.version + 1,
         updated_at       = COALESCE(:now::timestamptz, now())
-    FROM candidates c
+    FROM ranked c
     WHERE r.job_id = c.job_id
       AND r.status = 10
     RETURNING r.job_id, r.lease_epoch, r.attempts, r.executions, r.priority, r.next_run_at,
-              r.control, r.definition_id, r.namespace_id
+              r.control, r.definition_id, r.namespace_id, c.started
 ),
 logged AS (
     INSERT INTO {schema}.events (at, namespace_id, job_id, job_ref, worker_id, code, execution, epoch)
@@ -46,13 +58,13 @@ logged AS (
            10, c.executions, c.lease_epoch
     FROM claimed c
     JOIN {schema}.jobs j ON j.id = c.job_id
-    WHERE :start::boolean
+    WHERE c.started
       AND c.definition_id <> ALL (:quiet_definitions::bigint[])
 )
 SELECT c.job_id, j.job_ref, d.name, j.definition_id, j.namespace_id, c.lease_epoch,
        c.attempts,
-       c.executions - CASE WHEN :start::boolean THEN 1 ELSE 0 END AS executions,
-       c.executions AS execution, c.control,
+       c.executions - CASE WHEN c.started THEN 1 ELSE 0 END AS executions,
+       c.executions AS execution, c.control, c.started,
        c.priority, j.input_codec, j.input, j.correlation_key, j.created_at
 FROM claimed c
 JOIN {schema}.jobs j        ON j.id = c.job_id
