@@ -200,8 +200,8 @@ class Acta(ReadSurface):
 
     def _new_jobs(self, requests: Sequence[JobRequest]) -> tuple[list[NewJob], dict[str, JobRef]]:
         ms = int(self.clock.now().timestamp() * 1000)
-        refs = [JobRef.new(ms) for _ in requests]
-        texts = [str(ref) for ref in refs]
+        made = JobRef.many(ms, len(requests))
+        texts = [text for _, text in made]
         jobs = [
             NewJob(
                 job_ref=text,
@@ -218,7 +218,7 @@ class Acta(ReadSurface):
             )
             for r, text in zip(requests, texts, strict=True)
         ]
-        return jobs, dict(zip(texts, refs, strict=True))
+        return jobs, {text: ref for ref, text in made}
 
     def _enqueue_factory(
         self, requests: Sequence[JobRequest], own_tx: bool

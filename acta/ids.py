@@ -95,6 +95,21 @@ class JobRef:
         return cls(uuid7(ms))
 
     @classmethod
+    def many(cls, ms: int, count: int) -> list[tuple[JobRef, str]]:
+        """``count`` fresh refs for Unix millisecond ``ms``, each with its text form: one
+        ``os.urandom`` call for the whole batch (a batch enqueue makes thousands)."""
+        uuid7(ms, bytes(_RAND_BYTES))  # validates ms once for the batch
+        pool = os.urandom(_RAND_BYTES * count)
+        head = (ms << 80) | (0x7 << 76) | (0b10 << 62)
+        low = (1 << 62) - 1
+        out = []
+        for k in range(0, _RAND_BYTES * count, _RAND_BYTES):
+            bits = int.from_bytes(pool[k : k + _RAND_BYTES], "big")
+            value = head | (((bits >> 62) & 0xFFF) << 64) | (bits & low)
+            out.append((cls(UUID(int=value)), _PREFIX + _encode(value)))
+        return out
+
+    @classmethod
     def from_uuid(cls, value: UUID) -> JobRef:
         """Wrap a UUID read back from storage."""
         return cls(value)

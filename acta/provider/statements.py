@@ -19,6 +19,8 @@ from acta.errors import SchemaError
 
 _NAME_LINE = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
 _PARAM = re.compile(r"[a-z_][a-z0-9_]*")
+# A placeholder cast to an array type, e.g. ``:job_ids::bigint[]``.
+_ARRAY_CAST = re.compile(r"::[a-z][a-z0-9_ ]*\[\]")
 SCHEMA_TOKEN = "{schema}."
 
 
@@ -66,7 +68,11 @@ def _scan(sql: str) -> Iterator[tuple[int, int, str]]:
 
 def convert_params(sql: str, style: str) -> tuple[str, tuple[str, ...]]:
     """Rewrite ``:name`` placeholders for ``style`` ("named" keeps them, "pyformat" uses
-    ``%(name)s`` and doubles literal percent signs). Returns the SQL and the names in order."""
+    ``%(name)s`` and doubles literal percent signs). Returns the SQL and the names in order.
+
+    In "pyformat", a placeholder cast to an array type (``:ids::bigint[]``) becomes
+    ``%(name)b``: psycopg then sends that list in binary format, which costs the client and the
+    server a fraction of the text form for the batch arrays of the fused statements."""
     names: list[str] = []
     out: list[str] = []
     last = 0
@@ -74,7 +80,11 @@ def convert_params(sql: str, style: str) -> tuple[str, tuple[str, ...]]:
         names.append(name)
         chunk = sql[last:start]
         out.append(chunk.replace("%", "%%") if style == "pyformat" else chunk)
-        out.append(f"%({name})s" if style == "pyformat" else f":{name}")
+        if style == "pyformat":
+            binary = _ARRAY_CAST.match(sql, end) is not None
+            out.append(f"%({name})b" if binary else f"%({name})s")
+        else:
+            out.append(f":{name}")
         last = end
     tail = sql[last:]
     out.append(tail.replace("%", "%%") if style == "pyformat" else tail)

@@ -129,6 +129,19 @@ class TestJobRefValue:
         refs = {JobRef.new(42) for _ in range(1000)}
         assert len(refs) == 1000
 
+    def test_many_are_version_7_at_the_time_unique_and_carry_their_text(self) -> None:
+        made = JobRef.many(1_700_000_000_123, 2000)
+        assert len(made) == 2000 and len({ref for ref, _ in made}) == 2000
+        for ref, text in made:
+            assert ref.uuid.version == 7 and ref.uuid.variant == "specified in RFC 4122"
+            assert ref.created_at_ms == 1_700_000_000_123
+            assert text == str(ref) and JobRef.parse(text) == ref
+
+    def test_many_validates_the_millisecond(self) -> None:
+        with pytest.raises(ValidationError, match="ms"):
+            JobRef.many(-1, 3)
+        assert JobRef.many(5, 0) == []
+
     def test_coerce_passes_refs_through(self) -> None:
         ref = JobRef.new(1)
         assert JobRef.coerce(ref) is ref

@@ -21,6 +21,17 @@ def test_casts_after_columns_and_literals_are_not_placeholders() -> None:
     assert names == ("id",)
 
 
+def test_array_placeholders_are_sent_in_binary_and_scalars_stay_automatic() -> None:
+    text = "SELECT * FROM unnest(:ids::bigint[], :names::text[]) WHERE :now::timestamptz > x"
+    sql, names = convert_params(text, "pyformat")
+    assert sql == (
+        "SELECT * FROM unnest(%(ids)b::bigint[], %(names)b::text[]) "
+        "WHERE %(now)s::timestamptz > x"
+    )
+    assert names == ("ids", "names", "now")
+    assert convert_params("SELECT :ids::bigint[]", "named")[0] == "SELECT :ids::bigint[]"
+
+
 def test_named_style_keeps_placeholders_and_casts() -> None:
     sql, names = convert_params("SELECT :a::int, :b", "named")
     assert sql == "SELECT :a::int, :b"

@@ -125,6 +125,10 @@ def retry_kind(exc: BaseException, conn: psycopg.BaseConnection[Any] | None) -> 
     return None
 
 
+# The type of instant columns (timestamptz); acta stores no other date or time type.
+_INSTANT_OIDS = frozenset({1184})
+
+
 def utc_dict_row(cursor: Any) -> RowMaker[dict[str, Any]]:
     """Rows as dicts, with every instant as an aware UTC datetime.
 
@@ -132,10 +136,15 @@ def utc_dict_row(cursor: Any) -> RowMaker[dict[str, Any]]:
     state); converting here gives the same values whatever the server's setting is.
     """
     make = dict_row(cursor)
+    described = cursor.description or ()
+    instants = [d.name for d in described if d.type_code in _INSTANT_OIDS]
+    if not instants:
+        return make  # nothing to convert: skip the per-row scan
 
     def row(values: Sequence[Any]) -> dict[str, Any]:
         out = make(values)
-        for key, value in out.items():
+        for key in instants:
+            value = out[key]
             if isinstance(value, datetime):
                 out[key] = value.astimezone(UTC)
         return out
