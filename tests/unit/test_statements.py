@@ -25,8 +25,7 @@ def test_array_placeholders_are_sent_in_binary_and_scalars_stay_automatic() -> N
     text = "SELECT * FROM unnest(:ids::bigint[], :names::text[]) WHERE :now::timestamptz > x"
     sql, names = convert_params(text, "pyformat")
     assert sql == (
-        "SELECT * FROM unnest(%(ids)b::bigint[], %(names)b::text[]) "
-        "WHERE %(now)s::timestamptz > x"
+        "SELECT * FROM unnest(%(ids)b::bigint[], %(names)b::text[]) WHERE %(now)s::timestamptz > x"
     )
     assert names == ("ids", "names", "now")
     assert convert_params("SELECT :ids::bigint[]", "named")[0] == "SELECT :ids::bigint[]"
