@@ -79,6 +79,7 @@ class Ledger:
         text = self.location.prepare(sql)
         if self.dialect == "sqlite":
             with closing(sqlite3.connect(self._path, isolation_level=None)) as conn:
+                conn.execute("PRAGMA foreign_keys = ON")  # as acta's own connections have it
                 conn.execute("BEGIN IMMEDIATE")
                 changed = conn.execute(text, dict(params or {})).rowcount
                 conn.execute("COMMIT")
@@ -86,6 +87,14 @@ class Ledger:
         conn = self._postgres()
         with conn.transaction():
             return int(conn.execute(text, dict(params or {})).rowcount)
+
+    def integrity_error(self) -> type[Exception]:
+        """The driver's error for a write the schema's constraints refuse."""
+        if self.dialect == "sqlite":
+            return sqlite3.IntegrityError
+        import psycopg
+
+        return psycopg.IntegrityError
 
     def count(self, table: str) -> int:
         assert table in TABLES, table

@@ -381,3 +381,31 @@ def test_same_handler_declared_twice_is_an_error(acta_app: Acta) -> None:
     with pytest.raises(ConfigurationError, match="'sweep'"):
         acta_app.job("sweep", max_attempts=50)(handler)
     assert acta_app.definitions["sweep"].policy.max_attempts == 2
+
+
+def test_a_job_row_cannot_pair_a_definition_with_another_namespace(
+    acta_app: Acta, acta_host: Host, ledger: Ledger
+) -> None:
+    acta_app.define("weekly-digest")
+    ref = acta_app.enqueue("weekly-digest")
+    ledger.execute(
+        "INSERT INTO {schema}.namespaces (name, created_at) VALUES ('elsewhere', :at)",
+        {"at": "2026-12-02 00:00:00.000"},
+    )
+    elsewhere = ledger.value("SELECT id FROM {schema}.namespaces WHERE name = 'elsewhere'")
+    definition = ledger.value(
+        "SELECT definition_id FROM {schema}.jobs WHERE job_ref = :ref", {"ref": str(ref)}
+    )
+    # The schema itself refuses it: a job's namespace is always its definition's.
+    with pytest.raises(ledger.integrity_error()):
+        ledger.execute(
+            "INSERT INTO {schema}.jobs (job_ref, namespace_id, definition_id, input_codec, "
+            "input, created_at) VALUES ('job_stray', :ns, :definition, 1, :input, :at)",
+            {
+                "ns": elsewhere,
+                "definition": definition,
+                "input": b"null",
+                "at": "2026-12-02 00:00:00.000",
+            },
+        )
+    assert ledger.value("SELECT count(*) FROM {schema}.jobs WHERE job_ref = 'job_stray'") == 0

@@ -166,7 +166,7 @@ def test_postgres_indexes_have_the_sqlite_names() -> None:
     if not migration.exists():
         pytest.skip("no PostgreSQL migration in this checkout")
     text = migration.read_text("utf-8")
-    found = set(re.findall(r"CREATE INDEX (\w+)\s+ON \{schema\}\.\w+", text))
+    found = set(re.findall(r"CREATE (?:UNIQUE )?INDEX (\w+)\s+ON \{schema\}\.\w+", text))
     documented = {name_of(r[0]) for t in INDEXES.values() for r in t.rows}
     assert found == documented
 

@@ -21,6 +21,7 @@ CREATE TABLE {schema}.definitions (
     priority smallint NOT NULL,
     audit_level smallint NOT NULL,
     registered_at timestamp with time zone NOT NULL,
+    CONSTRAINT definitions_id_namespace_id_key UNIQUE (id, namespace_id),
     CONSTRAINT definitions_max_attempts_check CHECK (max_attempts >= 1),
     CONSTRAINT definitions_namespace_id_fkey FOREIGN KEY (namespace_id) REFERENCES {schema}.namespaces(id),
     CONSTRAINT definitions_namespace_id_name_key UNIQUE (namespace_id, name),
@@ -66,10 +67,8 @@ CREATE TABLE {schema}.jobs (
     input_codec smallint NOT NULL,
     input bytea NOT NULL,
     created_at timestamp with time zone NOT NULL,
-    CONSTRAINT jobs_definition_id_fkey FOREIGN KEY (definition_id) REFERENCES {schema}.definitions(id),
+    CONSTRAINT jobs_definition_id_namespace_id_fkey FOREIGN KEY (definition_id, namespace_id) REFERENCES {schema}.definitions(id, namespace_id),
     CONSTRAINT jobs_job_ref_key UNIQUE (job_ref),
-    CONSTRAINT jobs_namespace_id_dedup_key_key UNIQUE (namespace_id, dedup_key),
-    CONSTRAINT jobs_namespace_id_fkey FOREIGN KEY (namespace_id) REFERENCES {schema}.namespaces(id),
     CONSTRAINT jobs_pkey PRIMARY KEY (id)
 );
 
@@ -144,6 +143,9 @@ CREATE TABLE {schema}.workers (
 -- index codes_pkey on codes
 CREATE UNIQUE INDEX codes_pkey ON {schema}.codes USING btree (family, code);
 
+-- index definitions_id_namespace_id_key on definitions
+CREATE UNIQUE INDEX definitions_id_namespace_id_key ON {schema}.definitions USING btree (id, namespace_id);
+
 -- index definitions_namespace_id_name_key on definitions
 CREATE UNIQUE INDEX definitions_namespace_id_name_key ON {schema}.definitions USING btree (namespace_id, name);
 
@@ -165,11 +167,11 @@ CREATE UNIQUE INDEX job_tags_pkey ON {schema}.job_tags USING btree (job_id, tag)
 -- index jobs_by_correlation on jobs
 CREATE INDEX jobs_by_correlation ON {schema}.jobs USING btree (namespace_id, correlation_key) WHERE (correlation_key IS NOT NULL);
 
+-- index jobs_dedup on jobs
+CREATE UNIQUE INDEX jobs_dedup ON {schema}.jobs USING btree (namespace_id, dedup_key) WHERE (dedup_key IS NOT NULL);
+
 -- index jobs_job_ref_key on jobs
 CREATE UNIQUE INDEX jobs_job_ref_key ON {schema}.jobs USING btree (job_ref);
-
--- index jobs_namespace_id_dedup_key_key on jobs
-CREATE UNIQUE INDEX jobs_namespace_id_dedup_key_key ON {schema}.jobs USING btree (namespace_id, dedup_key);
 
 -- index jobs_pkey on jobs
 CREATE UNIQUE INDEX jobs_pkey ON {schema}.jobs USING btree (id);

@@ -11,6 +11,10 @@ CREATE INDEX acta_job_tags_by_tag ON acta_job_tags (tag, job_id);
 CREATE INDEX acta_jobs_by_correlation
     ON acta_jobs (namespace_id, correlation_key) WHERE correlation_key IS NOT NULL;
 
+-- index acta_jobs_dedup
+CREATE UNIQUE INDEX acta_jobs_dedup
+    ON acta_jobs (namespace_id, dedup_key) WHERE dedup_key IS NOT NULL;
+
 -- index acta_runtime_by_owner
 CREATE INDEX acta_runtime_by_owner
     ON acta_runtime (lease_owner) WHERE lease_owner IS NOT NULL;
@@ -47,7 +51,9 @@ CREATE TABLE acta_definitions (
     priority      INTEGER NOT NULL,
     audit_level   INTEGER NOT NULL,
     registered_at TEXT    NOT NULL,
-    UNIQUE (namespace_id, name)
+    UNIQUE (namespace_id, name),
+    -- What jobs reference: a job's definition and namespace must belong together.
+    UNIQUE (id, namespace_id)
 );
 
 -- table acta_events
@@ -79,14 +85,15 @@ CREATE TABLE acta_job_tags (
 CREATE TABLE acta_jobs (
     id              INTEGER PRIMARY KEY,
     job_ref         TEXT    NOT NULL UNIQUE,
-    namespace_id    INTEGER NOT NULL REFERENCES acta_namespaces (id),
-    definition_id   INTEGER NOT NULL REFERENCES acta_definitions (id),
+    namespace_id    INTEGER NOT NULL,
+    definition_id   INTEGER NOT NULL,
     dedup_key       TEXT,
     correlation_key TEXT,
     input_codec     INTEGER NOT NULL,
     input           BLOB    NOT NULL,
     created_at      TEXT    NOT NULL,
-    UNIQUE (namespace_id, dedup_key)
+    -- One check per enqueued row covers both ids (the namespace follows from the definition).
+    FOREIGN KEY (definition_id, namespace_id) REFERENCES acta_definitions (id, namespace_id)
 );
 
 -- table acta_migrations

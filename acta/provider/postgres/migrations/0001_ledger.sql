@@ -35,22 +35,29 @@ CREATE TABLE {schema}.definitions (
     priority      smallint    NOT NULL,
     audit_level   smallint    NOT NULL,
     registered_at timestamptz NOT NULL,
-    UNIQUE (namespace_id, name)
+    UNIQUE (namespace_id, name),
+    -- What jobs reference: a job's definition and namespace must belong together.
+    UNIQUE (id, namespace_id)
 );
 
 -- Identity and input of a job: written once at enqueue, never updated on the hot path.
 CREATE TABLE {schema}.jobs (
     id              bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     job_ref         text        NOT NULL UNIQUE,
-    namespace_id    bigint      NOT NULL REFERENCES {schema}.namespaces (id),
-    definition_id   bigint      NOT NULL REFERENCES {schema}.definitions (id),
+    namespace_id    bigint      NOT NULL,
+    definition_id   bigint      NOT NULL,
     dedup_key       text,
     correlation_key text,
     input_codec     smallint    NOT NULL,
     input           bytea       NOT NULL,
     created_at      timestamptz NOT NULL,
-    UNIQUE (namespace_id, dedup_key)
+    -- One check per enqueued row covers both ids (the namespace follows from the definition).
+    FOREIGN KEY (definition_id, namespace_id) REFERENCES {schema}.definitions (id, namespace_id)
 );
+
+-- Deduplication keys are unique per namespace; jobs without one take no room here.
+CREATE UNIQUE INDEX jobs_dedup
+    ON {schema}.jobs (namespace_id, dedup_key) WHERE dedup_key IS NOT NULL;
 
 CREATE INDEX jobs_by_correlation
     ON {schema}.jobs (namespace_id, correlation_key) WHERE correlation_key IS NOT NULL;

@@ -33,22 +33,29 @@ CREATE TABLE {schema}.definitions (
     priority      INTEGER NOT NULL,
     audit_level   INTEGER NOT NULL,
     registered_at TEXT    NOT NULL,
-    UNIQUE (namespace_id, name)
+    UNIQUE (namespace_id, name),
+    -- What jobs reference: a job's definition and namespace must belong together.
+    UNIQUE (id, namespace_id)
 );
 
 -- Identity and input of a job: written once at enqueue, never updated on the hot path.
 CREATE TABLE {schema}.jobs (
     id              INTEGER PRIMARY KEY,
     job_ref         TEXT    NOT NULL UNIQUE,
-    namespace_id    INTEGER NOT NULL REFERENCES {schema}.namespaces (id),
-    definition_id   INTEGER NOT NULL REFERENCES {schema}.definitions (id),
+    namespace_id    INTEGER NOT NULL,
+    definition_id   INTEGER NOT NULL,
     dedup_key       TEXT,
     correlation_key TEXT,
     input_codec     INTEGER NOT NULL,
     input           BLOB    NOT NULL,
     created_at      TEXT    NOT NULL,
-    UNIQUE (namespace_id, dedup_key)
+    -- One check per enqueued row covers both ids (the namespace follows from the definition).
+    FOREIGN KEY (definition_id, namespace_id) REFERENCES {schema}.definitions (id, namespace_id)
 );
+
+-- Deduplication keys are unique per namespace; jobs without one take no room here.
+CREATE UNIQUE INDEX {schema}.jobs_dedup
+    ON {schema}.jobs (namespace_id, dedup_key) WHERE dedup_key IS NOT NULL;
 
 CREATE INDEX {schema}.jobs_by_correlation
     ON {schema}.jobs (namespace_id, correlation_key) WHERE correlation_key IS NOT NULL;
