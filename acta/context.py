@@ -29,38 +29,50 @@ class Cancellation:
     """
 
     def __init__(self) -> None:
-        self._flag = threading.Event()
+        # A plain flag under a lock; the threading.Event that blocking waiters need is made
+        # only when one waits (most runs never do, and an Event costs a Condition).
         self._lock = threading.Lock()
+        self._set = False
+        self._event: threading.Event | None = None
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
         self.reason: str | None = None
 
     @property
     def cancelled(self) -> bool:
-        return self._flag.is_set()
+        return self._set
 
     def cancel(self, reason: str) -> None:
         with self._lock:
-            if self._flag.is_set():
+            if self._set:
                 return
             self.reason = reason
-            self._flag.set()
+            self._set = True
+            event = self._event
             waiters, self._waiters = self._waiters, []
-        for loop, event in waiters:
-            loop.call_soon_threadsafe(event.set)
+        if event is not None:
+            event.set()
+        for loop, waiter in waiters:
+            loop.call_soon_threadsafe(waiter.set)
 
     def raise_if_cancelled(self) -> None:
-        if self._flag.is_set():
+        if self._set:
             raise JobCancelledError(self.reason or "cancelled")
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block a sync handler until cancelled or ``timeout`` seconds pass; True if cancelled."""
-        return self._flag.wait(timeout)
+        with self._lock:
+            if self._set:
+                return True
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        return event.wait(timeout)
 
     async def wait_async(self) -> None:
         """Wait (async) until the run is cancelled."""
         event = asyncio.Event()
         with self._lock:
-            if self._flag.is_set():
+            if self._set:
                 return
             self._waiters.append((asyncio.get_running_loop(), event))
         await event.wait()

@@ -75,12 +75,25 @@ class Run:
     cancellation: Cancellation = field(default_factory=Cancellation)
     stop_reason: Stop | None = None
     stopped: asyncio.Event = field(default_factory=asyncio.Event)
+    _on_stop: Callable[[], None] | None = None
 
     def stop(self, reason: Stop) -> None:
         if self.stop_reason is None:
             self.stop_reason = reason
             self.cancellation.cancel(reason.value)
-            self.loop.call_soon_threadsafe(self.stopped.set)
+            self.loop.call_soon_threadsafe(self._stopped)
+
+    def _stopped(self) -> None:
+        self.stopped.set()
+        if self._on_stop is not None:
+            self._on_stop()
+
+    def watch(self, callback: Callable[[], None] | None) -> None:
+        """Call ``callback`` on the loop once the run is stopped (now, if it already is);
+        None forgets it. One watcher at a time: the run's handler race."""
+        self._on_stop = callback
+        if callback is not None and self.stopped.is_set():
+            callback()
 
 
 class Interrupted(Exception):
@@ -135,7 +148,7 @@ async def execute(worker: Worker, run: Run) -> TickOutcome:
     try:
         try:
             returned = await _invoke(
-                worker, run, definition, attempt.context(), policy.timeout, value
+                worker, run, definition, attempt.context, policy.timeout, value
             )
         finally:
             worker.free_slot(run)  # the next run may start while this one settles
@@ -217,7 +230,7 @@ async def _run_system(attempt: _Attempt, system: SystemJob) -> TickOutcome:
     """A recurring system job: whatever its run does, the slot re-arms for the next one."""
     worker, run = attempt.worker, attempt.run
     try:
-        await _invoke(worker, run, None, attempt.context(), None, system.run)
+        await _invoke(worker, run, None, attempt.context, None, system.run)
     except Interrupted:
         return await _interrupted(
             worker, run, attempt.definition, attempt.execution, attempt.elapsed()
@@ -278,18 +291,19 @@ async def _invoke(
     worker: Worker,
     run: Run,
     definition: JobDefinition[Any, Any] | None,
-    ctx: JobContext,
+    context: Callable[[], JobContext],
     limit: Any,
     value: Any,
 ) -> Any:
-    """Run the handler, racing its timeout and the worker's stop request."""
+    """Run the handler, racing its timeout and the worker's stop request. ``context`` builds
+    the JobContext, only for handlers that take one."""
     loop = asyncio.get_running_loop()
     handler: asyncio.Future[Any]
     thread: concurrent.futures.Future[Any] | None = None
     if definition is None:  # a system job: ``value`` is its coroutine function
-        handler = asyncio.ensure_future(value(worker, ctx))
+        handler = asyncio.ensure_future(value(worker, context()))
     else:
-        args, kwargs = _arguments(definition, value, ctx)
+        args, kwargs = _arguments(definition, value, context)
         target: Callable[..., Any] | None = definition.handler
         assert target is not None, "handler-less definitions are handed back before this"
         if definition.is_async:
@@ -297,20 +311,31 @@ async def _invoke(
         else:
             thread = worker.threads.submit(functools.partial(target, *args, **kwargs))
             handler = asyncio.wrap_future(thread, loop=loop)
-    racers: set[asyncio.Future[Any]] = {handler, asyncio.ensure_future(run.stopped.wait())}
+    # One future that the first finisher completes: the handler, a stop request, the deadline.
+    # (Callbacks, not a task per racer: this runs once per job on the hot path.)
+    first: asyncio.Future[None] = loop.create_future()
+
+    def wake(_: object = None) -> None:
+        if not first.done():
+            first.set_result(None)
+
+    handler.add_done_callback(wake)
+    run.watch(wake)
     deadline = None if limit is None else worker.clock.now() + limit
+    timer = None
     if deadline is not None:
-        racers.add(asyncio.ensure_future(worker.clock.sleep_until(deadline)))
+        timer = asyncio.ensure_future(worker.clock.sleep_until(deadline))
+        timer.add_done_callback(wake)
     try:
-        done, _ = await asyncio.wait(racers, return_when=asyncio.FIRST_COMPLETED)
+        await first
     finally:
-        for racer in racers:
-            if racer is not handler:
-                racer.cancel()
+        run.watch(None)
+        if timer is not None:
+            timer.cancel()
     # The clock decides a timeout, not the order in which the racers' callbacks happened to
     # run: a handler that returns at or after its deadline timed out; its late value is dropped.
     in_time = deadline is None or worker.clock.now() < deadline
-    if handler in done and run.stop_reason is None and in_time:
+    if handler.done() and run.stop_reason is None and in_time:
         return handler.result()
     reason = run.stop_reason or Stop.TIMEOUT
     run.cancellation.cancel(reason.value)
@@ -325,10 +350,10 @@ async def _invoke(
 
 
 def _arguments(
-    definition: JobDefinition[Any, Any], value: Any, ctx: JobContext
+    definition: JobDefinition[Any, Any], value: Any, context: Callable[[], JobContext]
 ) -> tuple[list[Any], dict[str, Any]]:
     args: list[Any] = [value] if definition.takes_input else []
-    kwargs = {definition.context_param: ctx} if definition.context_param else {}
+    kwargs = {definition.context_param: context()} if definition.context_param else {}
     return args, kwargs
 
 
