@@ -103,3 +103,23 @@ def test_without_postgres_the_summary_says_it_was_not_run(suite: pytest.Pytester
             "acta: PostgreSQL was not run: cannot connect to PostgreSQL at 127.0.0.1:1/none*",
         ]
     )
+
+
+def test_a_session_without_acta_fixtures_does_not_import_acta(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The plugin is loaded in every pytest run where acta is installed; it must stay cheap.
+    monkeypatch.delenv("CI", raising=False)
+    pytester.makeini(INI)
+    pytester.makepyfile(
+        test_light="""
+import sys
+
+def test_acta_is_not_loaded():
+    loaded = sorted(m for m in sys.modules if m == "acta" or m.startswith("acta."))
+    assert loaded == []
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
+    result.assert_outcomes(passed=1)
+    assert "acta_testing.plugin" in pytester.runpytest_subprocess("--trace-config").stdout.str()
