@@ -74,15 +74,18 @@ class ReadSurface:
         args = self._list_args(status, name, limit, before, include_system, all_namespaces)
         return self._run(lambda: read.jobs(**args))
 
-    async def jobs_async(self, **kwargs: Any) -> list[JobInfo]:
-        args = self._list_args(
-            kwargs.get("status"),
-            kwargs.get("name"),
-            kwargs.get("limit", 50),
-            kwargs.get("before"),
-            kwargs.get("include_system", False),
-            kwargs.get("all_namespaces", False),
-        )
+    async def jobs_async(
+        self,
+        *,
+        status: JobStatus | str | None = None,
+        name: str | None = None,
+        limit: int = 50,
+        before: int | None = None,
+        include_system: bool = False,
+        all_namespaces: bool = False,
+    ) -> list[JobInfo]:
+        """Async twin of ``jobs``."""
+        args = self._list_args(status, name, limit, before, include_system, all_namespaces)
         return await self._run_async(lambda: read.jobs(**args))
 
     def _list_args(
@@ -141,6 +144,11 @@ class ReadSurface:
         """Worker incarnations, oldest first."""
         namespace = None if all_namespaces else self.namespace
         return self._run(lambda: read.workers(namespace))
+
+    async def workers_async(self, *, all_namespaces: bool = False) -> list[WorkerInfo]:
+        """Async twin of ``workers``."""
+        namespace = None if all_namespaces else self.namespace
+        return await self._run_async(lambda: read.workers(namespace))
 
     # -- control --------------------------------------------------------------------------
 

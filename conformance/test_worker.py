@@ -84,8 +84,9 @@ async def test_serve_drains_with_bounded_concurrency(app: Acta, acta_clock: Manu
     await serving
     assert peak == 4
     assert [await app.result_async(r) for r in refs] == [i * 2 for i in range(20)]
-    [info] = app.workers()
-    assert info.status is WorkerStatus.STOPPED
+    [info] = await app.workers_async()
+    assert info.status is WorkerStatus.STOPPED and info.executors == 4
+    assert [w.incarnation for w in app.workers()] == [info.incarnation]
 
 
 async def test_sync_handlers_run_in_threads(app: Acta, acta_clock: ManualClock) -> None:
