@@ -12,6 +12,7 @@ from acta.context import Cancellation, JobCancelledError, JobContext
 from acta.errors import (
     ActaError,
     ConfigurationError,
+    ConflictError,
     DatabaseUnavailableError,
     InputDecodeError,
     InvalidJobRefError,
@@ -41,6 +42,7 @@ __all__ = [
     "Cancellation",
     "Clock",
     "ConfigurationError",
+    "ConflictError",
     "DatabaseUnavailableError",
     "EventCode",
     "EventInfo",

@@ -76,6 +76,11 @@ class DatabaseUnavailableError(ActaError):
     """The database could not be reached; the message names the host and the cause."""
 
 
+class ConflictError(ActaError):
+    """The ledger kept changing under an operation that reads before it writes; nothing was
+    written and the call may simply be repeated."""
+
+
 class LeaseLostError(ActaError):
     """A worker write was fenced out: another claim holds the job now."""
 

@@ -31,7 +31,8 @@ _SCHEMA: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}", re.ASCII)
 
 _JOB_NAME_MAX: Final = 100
 _NAMESPACE_MAX: Final = 63
-_SYSTEM_PREFIX: Final = "sys."
+SYSTEM_PREFIX: Final = "sys."  # names of acta's own jobs
+_SYSTEM_PREFIX: Final = SYSTEM_PREFIX
 _MAX_TAGS: Final = 32
 _TAG_MAX: Final = 64
 

@@ -6,28 +6,38 @@ audit level: an operator's action is never silent.
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime
 
-from acta.errors import JobNotFoundError, ValidationError
+from acta.errors import ConflictError, JobNotFoundError, ValidationError
 from acta.ledger import read
 from acta.ledger.enqueue import event_params
 from acta.ledger.transition import apply_transition, request_cancel
 from acta.model.codes import EventCode, JobStatus, Reason
 from acta.model.rows import EventRecord, Transition
+from acta.names import SYSTEM_PREFIX
 from acta.provider.verb import Verb, execute
 
 MAX_REASON = 1000
+_CANCEL_TRIES = 5
+
+
+_REASON_RULE = (
+    f"1 to {MAX_REASON} characters of printable text (line breaks and tabs allowed; no control, "
+    "invisible format or lone surrogate characters)"
+)
 
 
 def check_reason(reason: str) -> str:
-    if (
-        not isinstance(reason, str)
-        or not reason.strip()
-        or len(reason) > MAX_REASON
-        or "\x00" in reason
-    ):
+    """An operator's reason is stored and shown to other operators: refuse what would not
+    store, or would hide or reorder text where it is shown (bidi overrides, zero-width)."""
+    if not isinstance(reason, str) or not reason.strip() or len(reason) > MAX_REASON:
+        raise ValidationError("reason", f"got {reason!r:.80}", _REASON_RULE)
+    for index, ch in enumerate(reason):
+        if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cf", "Cs"):
+            continue
         raise ValidationError(
-            "reason", f"got {reason!r:.80}", f"1 to {MAX_REASON} characters, no NUL"
+            "reason", f"character U+{ord(ch):04X} at position {index}", _REASON_RULE
         )
     return reason
 
@@ -37,37 +47,51 @@ def cancel(
 ) -> Verb[JobStatus]:
     """Cancel a waiting job at once, or flag a running one; returns the resulting status."""
     check_reason(reason)
-    info = yield from read.job(job_ref, namespace)
-    if info is None:
-        raise JobNotFoundError(f"no job {job_ref} in namespace {namespace!r}")
-    if info.status.terminal:
-        return info.status
-    if info.status in (JobStatus.DISPATCHED, JobStatus.EXECUTING):
-        if (yield from request_cancel(info.job_id, info.lease_epoch, now)):
-            yield execute(
-                "insert_event",
-                event_params(
-                    now,
-                    info.namespace_id,
-                    info.job_id,
-                    info.job_ref,
-                    EventCode.CANCEL_REQUESTED,
-                    epoch=info.lease_epoch,
-                    reason=int(Reason.OPERATOR),
-                    message=reason,
-                ),
+    # The read takes no lock, so the job may move on before the write (a run settles, a retry
+    # is claimed): a write that changes nothing means "look again", never "done".
+    for _ in range(_CANCEL_TRIES):
+        info = yield from read.job(job_ref, namespace)
+        if info is None:
+            raise JobNotFoundError(f"no job {job_ref} in namespace {namespace!r}")
+        if info.name.startswith(SYSTEM_PREFIX):
+            raise ValidationError(
+                "job",
+                f"{job_ref} is acta's own {info.name!r} job",
+                "jobs of your own definitions; acta's system jobs keep the ledger working",
             )
-        return info.status
-    plan = Transition(
-        job_id=info.job_id,
-        job_ref=info.job_ref,
-        namespace_id=info.namespace_id,
-        epoch=info.lease_epoch,
-        expect=(info.status,),
-        status=JobStatus.CANCELLED,
-        events=(EventRecord(EventCode.CANCELLED, reason=Reason.OPERATOR, message=reason),),
+        if info.status.terminal:
+            return info.status
+        if info.status in (JobStatus.DISPATCHED, JobStatus.EXECUTING):
+            if info.cancel_requested:
+                return info.status  # asked before: one request is enough
+            if (yield from request_cancel(info.job_id, info.lease_epoch, now)):
+                yield execute(
+                    "insert_event",
+                    event_params(
+                        now,
+                        info.namespace_id,
+                        info.job_id,
+                        info.job_ref,
+                        EventCode.CANCEL_REQUESTED,
+                        epoch=info.lease_epoch,
+                        reason=int(Reason.OPERATOR),
+                        message=reason,
+                    ),
+                )
+                return info.status
+            continue
+        plan = Transition(
+            job_id=info.job_id,
+            job_ref=info.job_ref,
+            namespace_id=info.namespace_id,
+            epoch=info.lease_epoch,
+            expect=(info.status,),
+            status=JobStatus.CANCELLED,
+            events=(EventRecord(EventCode.CANCELLED, reason=Reason.OPERATOR, message=reason),),
+        )
+        if (yield from apply_transition(plan, now)) is not None:
+            return JobStatus.CANCELLED
+    raise ConflictError(
+        f"job {job_ref} changed state {_CANCEL_TRIES} times while it was being cancelled; "
+        "nothing was written, try again"
     )
-    if (yield from apply_transition(plan, now)) is not None:
-        return JobStatus.CANCELLED
-    again = yield from read.job(job_ref, namespace)
-    return JobStatus.CANCELLED if again is None else again.status

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import functools
 import os
 import traceback
 from collections.abc import Callable
@@ -94,6 +93,25 @@ class Run:
         self._on_stop = callback
         if callback is not None and self.stopped.is_set():
             callback()
+
+
+class HandlerMisbehaved(Exception):
+    """A handler ended in a way a run cannot: it raised SystemExit, or cancelled itself
+    (raised asyncio.CancelledError without being asked to stop). Recorded as its failure."""
+
+
+async def _contained(awaitable: Any) -> Any:
+    try:
+        return await awaitable
+    except SystemExit as exc:  # would stop the whole event loop, and every other run with it
+        raise HandlerMisbehaved(f"the handler raised SystemExit({exc.code!r})") from None
+
+
+def _call_contained(target: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
+    try:
+        return target(*args, **kwargs)
+    except SystemExit as exc:
+        raise HandlerMisbehaved(f"the handler raised SystemExit({exc.code!r})") from None
 
 
 class Interrupted(Exception):
@@ -301,15 +319,15 @@ async def _invoke(
     handler: asyncio.Future[Any]
     thread: concurrent.futures.Future[Any] | None = None
     if definition is None:  # a system job: ``value`` is its coroutine function
-        handler = asyncio.ensure_future(value(worker, context()))
+        handler = asyncio.ensure_future(_contained(value(worker, context())))
     else:
         args, kwargs = _arguments(definition, value, context)
         target: Callable[..., Any] | None = definition.handler
         assert target is not None, "handler-less definitions are handed back before this"
         if definition.is_async:
-            handler = asyncio.ensure_future(target(*args, **kwargs))
+            handler = asyncio.ensure_future(_contained(target(*args, **kwargs)))
         else:
-            thread = worker.threads.submit(functools.partial(target, *args, **kwargs))
+            thread = worker.threads.submit(_call_contained, target, args, kwargs)
             handler = asyncio.wrap_future(thread, loop=loop)
     # One future that the first finisher completes: the handler, a stop request, the deadline.
     # (Callbacks, not a task per racer: this runs once per job on the hot path.)
@@ -336,6 +354,10 @@ async def _invoke(
     # run: a handler that returns at or after its deadline timed out; its late value is dropped.
     in_time = deadline is None or worker.clock.now() < deadline
     if handler.done() and run.stop_reason is None and in_time:
+        if handler.cancelled():  # nobody asked it to stop: the handler cancelled itself
+            raise HandlerMisbehaved(
+                "the handler raised asyncio.CancelledError without being asked to stop"
+            )
         return handler.result()
     reason = run.stop_reason or Stop.TIMEOUT
     run.cancellation.cancel(reason.value)

@@ -9,6 +9,7 @@ Cancellation, shutdown and a missing handler never spend an attempt.
 from __future__ import annotations
 
 import random
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -21,9 +22,22 @@ _MS = timedelta(milliseconds=1)
 MAX_MESSAGE = 4000
 
 
+# What no text column takes: NUL (PostgreSQL refuses it) and lone surrogates (no UTF-8 form).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
 def clip(message: str) -> str:
-    """Error text is evidence, but a runaway traceback must not bloat the ledger: keep the head
-    and say how much was left out (never silently cut)."""
+    """Error text as the ledger can store it. It is evidence, so nothing is dropped silently:
+    characters no database text column accepts (NUL, lone surrogates, which a handler's error
+    can contain) are written as visible escapes such as ``\\x00``, and a runaway traceback
+    keeps its head and says how much was left out."""
+    if _UNSTORABLE.search(message) is not None:
+        message = _UNSTORABLE.sub(
+            lambda m: (
+                f"\\x{ord(m.group()):02x}" if m.group() == "\x00" else f"\\u{ord(m.group()):04x}"
+            ),
+            message,
+        )
     if len(message) <= MAX_MESSAGE:
         return message
     return f"{message[:MAX_MESSAGE]}... [{len(message) - MAX_MESSAGE} more characters not stored]"
