@@ -17,6 +17,7 @@ from typing import Any
 from acta.ledger.enqueue import event_params
 from acta.model.codes import AuditLevel, EventCode, JobStatus, Reason, audited
 from acta.model.rows import EventRecord, LapsedLease, RecoveryReport, Transition
+from acta.names import SYSTEM_PREFIX
 from acta.provider.verb import Verb, execute, execute_many, fetch_all, fetch_one
 
 RECOVERY_BATCH = 500
@@ -107,9 +108,12 @@ def recovery_transition(lapsed: LapsedLease) -> Transition:
             message="the worker holding the lease stopped renewing it",
         )
     ]
-    charge = 1 if started else 0
+    # acta's own sys.* jobs are recurring slots that keep the ledger alive (recovery among
+    # them): a lost run re-arms them without spending attempts, so no number of crashes over
+    # a ledger's life can ever fail one for good.
+    charge = 1 if started and not lapsed.name.startswith(SYSTEM_PREFIX) else 0
     status = JobStatus.READY
-    if started and lapsed.attempts + charge >= lapsed.max_attempts:
+    if charge and lapsed.attempts + charge >= lapsed.max_attempts:
         status = JobStatus.FAILED
         if audited(level, EventCode.FAILED):
             events.append(
