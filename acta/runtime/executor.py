@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import os
 import traceback
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from acta.context import Cancellation, JobCancelledError, JobContext, job_logger
-from acta.errors import InputDecodeError, PayloadError
+from acta.errors import DatabaseUnavailableError, InputDecodeError, PayloadError
 from acta.ids import JobRef
 from acta.model.codes import EventCode, JobStatus, Outcome, Reason, audited
 from acta.model.rows import Claimed, Started, Transition
@@ -34,6 +35,11 @@ if TYPE_CHECKING:
 
 # How long a cancelled async handler gets to unwind before the worker settles without it.
 CANCEL_GRACE_SECONDS = 1.0
+# A settle the database could not take is tried again, backing off up to this.
+SETTLE_RETRY_FIRST = timedelta(milliseconds=200)
+SETTLE_RETRY_MAX = timedelta(seconds=10)
+
+log = logging.getLogger("acta.worker")
 
 
 class TickOutcome(StrEnum):
@@ -295,7 +301,28 @@ async def _settle(worker: Worker, run: Run, plan: Transition, outcome: TickOutco
         return TickOutcome.KILLED
     if run.stop_reason is Stop.LEASE_LOST:
         return TickOutcome.LEASE_LOST
-    written = await worker.settle(plan)
+    wait = SETTLE_RETRY_FIRST
+    while True:
+        try:
+            written = await worker.settle(plan)
+            break
+        except DatabaseUnavailableError as exc:
+            # The outcome is known; only the database is missing. Keep it and try again rather
+            # than let recovery run the job again: the write stays fenced, so if the lease
+            # moved on meanwhile it changes nothing. Stop trying only when the worker dies or
+            # its shutdown gives up on unfinished runs; recovery then takes the job back.
+            if worker.killed or worker.giving_up.is_set():
+                raise
+            log.warning(
+                "could not settle job %s (%s); trying again in %g s",
+                run.job.job_ref,
+                exc,
+                wait.total_seconds(),
+            )
+            await worker.clock.sleep_until(worker.clock.now() + wait, worker.giving_up)
+            wait = min(wait * 2, SETTLE_RETRY_MAX)
+            if worker.killed:
+                return TickOutcome.KILLED
     if worker.killed:
         return TickOutcome.KILLED
     if written is None:

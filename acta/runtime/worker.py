@@ -111,6 +111,10 @@ class Worker:
         # against the executors until they return, so new runs never queue behind them.
         self.abandoned: set[concurrent.futures.Future[Any]] = set()
         self._registering = asyncio.Lock()
+        # Set when unfinished runs are given up (shutdown past its grace, or a kill): settles
+        # waiting for the database to come back stop waiting.
+        self.giving_up = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.tasks: set[asyncio.Task[TickOutcome]] = set()
         self.skipped: set[int] = set()
         self.killed = False
@@ -227,6 +231,7 @@ class Worker:
         there are free executors start in the claim's own commit; the rest wait, dispatched,
         for an executor (and are started then)."""
         await self.ensure_registered()
+        self._loop = asyncio.get_running_loop()
         lease_ms = self.lease // timedelta(milliseconds=1)
         args = (self.worker_id, self.namespace_id, limit, frozenset(self.skipped), lease_ms)
         now, fused = self.now(), self.fused
@@ -392,6 +397,8 @@ class Worker:
     def kill(self) -> None:
         """Behave as if the process died this instant: no write of any kind from now on."""
         self.killed = True
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self.giving_up.set)
         for run in list(self.runs.values()):
             run.stop(Stop.KILLED)
         self.threads.shutdown(wait=False)
@@ -433,6 +440,7 @@ class Worker:
             sleeper = asyncio.ensure_future(self.clock.sleep_until(wake, self.scheduler.bell))
             await asyncio.wait({sleeper, *self.tasks}, return_when=asyncio.FIRST_COMPLETED)
             sleeper.cancel()
+        self.giving_up.set()
         for run in list(self.runs.values()):
             run.stop(Stop.SHUTDOWN)
         if self.tasks:

@@ -177,23 +177,36 @@ class SqliteProvider:
                 try:
                     conn.execute("BEGIN IMMEDIATE")
                 except sqlite3.OperationalError as exc:
-                    if _is_busy(exc) and attempt + 1 < _BUSY_RETRIES:
+                    if not _is_busy(exc):
+                        raise
+                    if attempt + 1 < _BUSY_RETRIES:
                         continue
-                    raise
+                    raise self._unavailable(exc) from exc
                 try:
                     result = drive(make(), lambda op: self._run_op(conn, op))
                     conn.execute("COMMIT")
                     return result
                 except sqlite3.OperationalError as exc:
                     conn.execute("ROLLBACK")
-                    if _is_busy(exc) and attempt + 1 < _BUSY_RETRIES:
+                    if not _is_busy(exc):
+                        raise
+                    if attempt + 1 < _BUSY_RETRIES:
                         continue
-                    raise
+                    raise self._unavailable(exc) from exc
                 except BaseException:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
                     raise
             raise AssertionError("unreachable")  # pragma: no cover
+
+    def _unavailable(self, exc: sqlite3.OperationalError) -> DatabaseUnavailableError:
+        """A write lock another connection kept past every retry: the database is unavailable
+        for now (typed, so callers and the worker can wait and try again)."""
+        waited = self._busy_ms / 1000 * _BUSY_RETRIES
+        return DatabaseUnavailableError(
+            f"{self.where} stayed locked by another writer for about {waited:g} s "
+            f"({_BUSY_RETRIES} tries of busy_timeout={self._busy_ms / 1000:g} s): {exc}"
+        )
 
     def _run_in_caller_tx(self, make: VerbFactory[T], tx: object) -> T:
         tx = caller_tx.unwrap(tx)  # a SQLAlchemy Connection or Session -> its sqlite3 connection
