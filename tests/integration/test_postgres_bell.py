@@ -128,13 +128,11 @@ async def test_a_killed_listener_reconnects(
             return any(getattr(b, "connected", False) for b in worker.bells)
 
         assert await _until(listening)
+        # Only this worker's listener: other tests (xdist) may be listening on the server too.
+        [pid] = [b.backend_pid for b in worker.bells if getattr(b, "connected", False)]
         admin: psycopg.Connection[Any]
         with psycopg.connect(pg_schemas.dsn, autocommit=True) as admin:
-            admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE query LIKE 'LISTEN %%' AND application_name = %s",
-                (acta_provider.target.application_name,),
-            )
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
 
         async def dropped() -> bool:
             return not any(getattr(b, "connected", False) for b in worker.bells)
@@ -142,6 +140,7 @@ async def test_a_killed_listener_reconnects(
         assert await _until(dropped)
         clock.advance("1s")  # past the bell's reconnect backoff, well before the 10 min poll
         assert await _until(listening)
+        assert [b.backend_pid for b in worker.bells] != [pid]  # a new session listens now
         assert await _until(_idle(worker, clock))
         ref = await producer.enqueue_async("notify-me")
 

@@ -33,6 +33,7 @@ class PostgresBell:
         self.namespace = namespace
         self.clock = clock
         self.connected = False
+        self.backend_pid: int | None = None  # the listening session, for operators and tests
 
     async def run(self, ring: Callable[[], None]) -> None:
         wait = FIRST_RETRY
@@ -40,6 +41,8 @@ class PostgresBell:
             try:
                 await self._listen(ring)
             except psycopg.Error as exc:
+                if self.connected:
+                    wait = FIRST_RETRY  # it was listening: this is a new outage, not the last one
                 self.connected = False
                 log.warning(
                     "acta bell lost its PostgreSQL connection (%s); polling until it is back",
@@ -54,6 +57,7 @@ class PostgresBell:
         async with await psycopg.AsyncConnection.connect(self.target.dsn, **kwargs) as conn:
             await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
             self.connected = True
+            self.backend_pid = conn.info.backend_pid
             # Anything committed while we were away would have been missed: look once now.
             ring()
             async for note in conn.notifies():
