@@ -66,7 +66,14 @@ class JobRequest:
                 raise ValidationError(
                     "not_before", f"got {not_before!r}", "a timezone-aware datetime"
                 )
-            run_at = _ceil_instant(not_before)
+            try:
+                run_at = _ceil_instant(not_before)
+            except OverflowError:
+                raise ValidationError(
+                    "not_before",
+                    f"got {not_before!r}",
+                    "a timezone-aware datetime before 9999-12-31",
+                ) from None
         return cls(
             definition=definition,
             payload=encode_input(definition, input),

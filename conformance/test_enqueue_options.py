@@ -126,6 +126,7 @@ def test_not_before_in_the_past_runs_at_once(acta_app: Acta, acta_host: Host) ->
         ({"delay": float("nan")}, "delay"),
         ({"delay": True}, "delay"),
         ({"delay": timedelta(days=366)}, "delay"),
+        ({"not_before": datetime.max.replace(tzinfo=UTC)}, "not_before"),
     ],
 )
 def test_bad_schedules_are_refused(

@@ -268,3 +268,34 @@ async def test_shutdown_hands_back_buffered_runs_too(app: Acta, acta_clock: Manu
     assert sorted(j.executions for j in jobs) == [0, 0, 1]  # only one handler ever started
     handed = [(await app.events_async(r))[-1].code for r in refs]
     assert handed.count(EventCode.HANDED_BACK) == 2  # the running one and the buffered one
+
+
+async def test_a_run_that_finishes_within_the_grace_period_settles_normally(
+    app: Acta, acta_clock: ManualClock
+) -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @app.job("close-books")
+    async def close_books(ctx: JobContext) -> str:
+        started.set()
+        await release.wait()
+        return f"closed (cancelled: {ctx.cancelled})"
+
+    ref = await app.enqueue_async("close-books")
+    worker = app.worker(clock=acta_clock, shutdown_grace="30s")
+    stopping = asyncio.Event()
+    serving = asyncio.create_task(worker.serve(stopping))
+    await started.wait()
+    stopping.set()
+    await _until(_shutting_down(worker), acta_clock)
+    acta_clock.advance("10s")  # well inside the grace period
+    release.set()
+    await serving
+
+    job = await app.get_async(ref)
+    assert job.status is JobStatus.SUCCEEDED and job.attempts == 0
+    assert await app.result_async(ref) == "closed (cancelled: False)"  # never asked to stop
+    codes = [e.code for e in await app.events_async(ref)]
+    assert EventCode.HANDED_BACK not in codes and codes[-1] is EventCode.SUCCEEDED
+    [info] = await app.workers_async()
+    assert info.status is WorkerStatus.STOPPED

@@ -59,6 +59,13 @@ def _positive(value: Any, field: str, low: float, high: float) -> timedelta:
     return td
 
 
+def _host_name(host: object) -> str:
+    """An explicit host label is shown to operators and stored: printable text, 1 to 100."""
+    if not isinstance(host, str) or not 1 <= len(host) <= 100 or not host.isprintable():
+        raise ValidationError("host", f"got {host!r:.80}", "1 to 100 printable characters")
+    return host
+
+
 class Worker:
     """Claims and runs the jobs of ``app.namespace`` with ``executors`` concurrent runs.
 
@@ -103,7 +110,7 @@ class Worker:
         self.shutdown_grace = parse_duration(
             shutdown_grace, field="shutdown_grace", allow_zero=True
         )
-        self.host = host or socket.gethostname()
+        self.host = _host_name(host) if host is not None else socket.gethostname()[:100]
         self.rng = random.Random(seed)
         self.threads = ThreadPoolExecutor(max_workers=executors, thread_name_prefix="acta-handler")
         self.runs: dict[int, Run] = {}

@@ -62,3 +62,33 @@ def test_postgres_codes_match_the_enums(pg_schemas: PostgresSchemas) -> None:
             CODES_SQL.format(table=f'"{provider.schema}".codes')
         ).fetchall()
     assert sorted(rows) == _enum_codes()
+
+
+def test_views_have_the_same_columns_on_both_providers(
+    tmp_path: Path, pg_schemas: PostgresSchemas
+) -> None:
+    import psycopg
+
+    provider = SqliteProvider(tmp_path / "ledger.sqlite3")
+    provider.migrate()
+    provider.close()
+    views = ("jobs_view", "workers_view", "events_view")
+    with closing(sqlite3.connect(tmp_path / "ledger.sqlite3")) as conn:
+        on_sqlite = {
+            view: [r[1] for r in conn.execute(f"PRAGMA table_info({provider.qualify(view)})")]
+            for view in views
+        }
+    with pg_schemas.provider() as pg, psycopg.connect(pg_schemas.dsn) as conn:
+        on_postgres = {
+            view: [
+                r[0]
+                for r in conn.execute(
+                    "SELECT column_name FROM information_schema.columns "
+                    "WHERE table_schema = %s AND table_name = %s ORDER BY ordinal_position",
+                    (pg.schema, view),
+                )
+            ]
+            for view in views
+        }
+    assert all(on_sqlite[v] for v in views)
+    assert on_postgres == on_sqlite

@@ -99,6 +99,41 @@ def test_acta_backends_are_named_acta_and_pooler_safe(acta_provider: PostgresPro
         conn.rollback()
 
 
+async def test_runtime_connections_are_pooler_safe_and_hold_no_advisory_locks(
+    acta_app: Acta, acta_provider: PostgresProvider, acta_clock: ManualClock, admin: Any
+) -> None:
+    pool = await acta_provider.async_pool()
+    async with pool.connection() as conn:
+        assert conn.prepare_threshold is None and conn.autocommit is False
+        cur = await conn.execute("SHOW application_name")
+        assert await cur.fetchone() == ("acta",)
+        await conn.rollback()
+
+    seen: list[int] = []
+    loop, all_seen = asyncio.get_running_loop(), asyncio.Event()
+
+    @acta_app.job("look-around")
+    def look_around(n: int) -> None:
+        # Mid-drain, from outside: no session state a transaction-mode pooler could strand.
+        (locks,) = admin.execute(
+            "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+            "WHERE l.locktype = 'advisory' AND a.application_name = 'acta'"
+        ).fetchone()
+        seen.append(locks)
+        if len(seen) == 12:
+            loop.call_soon_threadsafe(all_seen.set)
+
+    with acta_app.bound(acta_provider, acta_clock):
+        await acta_app.enqueue_batch_async([look_around.request(n) for n in range(12)])
+        worker = acta_app.worker(clock=acta_clock, executors=4)
+        stopping = asyncio.Event()
+        serving = asyncio.create_task(worker.serve(stopping))
+        await asyncio.wait_for(all_seen.wait(), 60)
+        stopping.set()
+        await serving
+    assert seen == [0] * 12
+
+
 def test_instants_come_back_as_aware_utc(acta_app: Acta, acta_host: Host) -> None:
     ref = _confirm_job(acta_app, []).enqueue("A-1")
     job = acta_host.job(ref)

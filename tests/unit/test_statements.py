@@ -69,3 +69,11 @@ def test_postgres_statements_use_the_database_clock_when_now_is_null() -> None:
         statement = statements[name]
         if "now" in statement.params:
             assert "COALESCE(%(now)s::timestamptz, now())" in statement.sql, name
+
+
+def test_sqlite_statements_use_the_database_clock_when_now_is_null() -> None:
+    statements = Statements("acta.provider.sqlite", lambda text: text, "named")
+    for name in sorted(statements.names()):
+        statement = statements[name]
+        if "now" in statement.params:
+            assert "COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now'))" in statement.sql, name
