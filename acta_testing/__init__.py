@@ -15,7 +15,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from acta.runtime.executor import TickOutcome
+    from acta.runtime.run import TickOutcome
     from acta_testing.host import AsyncHost, Host, HostError
     from acta_testing.schemas import LedgerLocation, ledger_location
 
@@ -27,7 +27,7 @@ _HOME = {
     "HostError": "acta_testing.host",
     "LedgerLocation": "acta_testing.schemas",
     "ledger_location": "acta_testing.schemas",
-    "TickOutcome": "acta.runtime.executor",
+    "TickOutcome": "acta.runtime.run",
 }
 
 

@@ -24,7 +24,7 @@ from acta.duration import parse_duration
 from acta.ledger import read
 from acta.model.rows import EventInfo, JobInfo
 from acta.provider.protocol import Provider
-from acta.runtime.executor import TickOutcome
+from acta.runtime.run import TickOutcome
 from acta.runtime.worker import Worker
 
 T = TypeVar("T")

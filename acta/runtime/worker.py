@@ -33,7 +33,8 @@ from acta.model.rows import Claimed, Heartbeat, NewJob, Started, Transition, Wor
 from acta.provider.verb import Verb
 from acta.runtime.batcher import GroupCommit
 from acta.runtime.bell import Bell
-from acta.runtime.executor import Run, Stop, TickOutcome, execute
+from acta.runtime.executor import execute
+from acta.runtime.run import Run, Stop, TickOutcome
 from acta.runtime.scheduler import Scheduler
 from acta.runtime.system_jobs import SystemJob, system_jobs
 

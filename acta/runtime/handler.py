@@ -1,0 +1,180 @@
+"""Calling a handler: its arguments, the race against its timeout and the worker's stop
+request, the ways a handler can misbehave, and how its input, result and error are turned
+into what the ledger stores.
+
+Async handlers run on the event loop; plain functions run in the worker's bounded thread pool.
+Python cannot interrupt a thread, so a sync handler that overstays is flagged through its
+cancellation and abandoned; its late result is dropped, never written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import traceback
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from acta.context import JobCancelledError, JobContext
+from acta.model.rows import Claimed
+from acta.runtime.run import Run, Stop
+from acta.shape import from_data, to_data
+
+if TYPE_CHECKING:
+    from acta.job import JobDefinition
+    from acta.runtime.worker import Worker
+
+# How long a cancelled async handler gets to unwind before the worker settles without it.
+CANCEL_GRACE_SECONDS = 1.0
+
+
+class HandlerMisbehaved(Exception):
+    """A handler ended in a way a run cannot: it raised SystemExit, or cancelled itself
+    (raised asyncio.CancelledError without being asked to stop). Recorded as its failure."""
+
+
+async def _contained(awaitable: Any) -> Any:
+    try:
+        return await awaitable
+    except SystemExit as exc:  # would stop the whole event loop, and every other run with it
+        raise HandlerMisbehaved(f"the handler raised SystemExit({exc.code!r})") from None
+
+
+def _call_contained(target: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
+    try:
+        return target(*args, **kwargs)
+    except SystemExit as exc:
+        raise HandlerMisbehaved(f"the handler raised SystemExit({exc.code!r})") from None
+
+
+class Interrupted(Exception):
+    def __init__(self, reason: Stop) -> None:
+        super().__init__(reason.value)
+        self.reason = reason
+
+
+async def invoke(
+    worker: Worker,
+    run: Run,
+    definition: JobDefinition[Any, Any] | None,
+    context: Callable[[], JobContext],
+    limit: Any,
+    value: Any,
+) -> Any:
+    """Run the handler, racing its timeout and the worker's stop request. ``context`` builds
+    the JobContext, only for handlers that take one."""
+    loop = asyncio.get_running_loop()
+    handler: asyncio.Future[Any]
+    thread: concurrent.futures.Future[Any] | None = None
+    if definition is None:  # a system job: ``value`` is its coroutine function
+        handler = asyncio.ensure_future(_contained(value(worker, context())))
+    else:
+        args, kwargs = _arguments(definition, value, context)
+        target: Callable[..., Any] | None = definition.handler
+        assert target is not None, "handler-less definitions are handed back before this"
+        if definition.is_async:
+            handler = asyncio.ensure_future(_contained(target(*args, **kwargs)))
+        else:
+            thread = worker.threads.submit(_call_contained, target, args, kwargs)
+            handler = asyncio.wrap_future(thread, loop=loop)
+    # One future that the first finisher completes: the handler, a stop request, the deadline.
+    # (Callbacks, not a task per racer: this runs once per job on the hot path.)
+    first: asyncio.Future[None] = loop.create_future()
+
+    def wake(_: object = None) -> None:
+        if not first.done():
+            first.set_result(None)
+
+    handler.add_done_callback(wake)
+    run.watch(wake)
+    deadline = None if limit is None else worker.clock.now() + limit
+    timer = None
+    if deadline is not None:
+        timer = asyncio.ensure_future(worker.clock.sleep_until(deadline))
+        timer.add_done_callback(wake)
+    try:
+        await first
+    finally:
+        run.watch(None)
+        if timer is not None:
+            timer.cancel()
+    # The clock decides a timeout, not the order in which the racers' callbacks happened to
+    # run: a handler that returns at or after its deadline timed out; its late value is dropped.
+    in_time = deadline is None or worker.clock.now() < deadline
+    if handler.done() and run.stop_reason is None and in_time:
+        if handler.cancelled():  # nobody asked it to stop: the handler cancelled itself
+            raise HandlerMisbehaved(
+                "the handler raised asyncio.CancelledError without being asked to stop"
+            )
+        return handler.result()
+    reason = run.stop_reason or Stop.TIMEOUT
+    run.cancellation.cancel(reason.value)
+    if not handler.done():
+        if thread is not None:
+            worker.abandon(thread, run)
+        handler.cancel()  # interrupts async handlers; a thread keeps running, flagged
+        await asyncio.wait({handler}, timeout=CANCEL_GRACE_SECONDS)
+    if handler.done() and not handler.cancelled():
+        handler.exception()  # retrieved so asyncio does not log it as never retrieved
+    raise Interrupted(reason)
+
+
+def _arguments(
+    definition: JobDefinition[Any, Any], value: Any, context: Callable[[], JobContext]
+) -> tuple[list[Any], dict[str, Any]]:
+    args: list[Any] = [value] if definition.takes_input else []
+    kwargs = {definition.context_param: context()} if definition.context_param else {}
+    return args, kwargs
+
+
+def decode_input(definition: JobDefinition[Any, Any], job: Claimed) -> Any:
+    from acta.codec import codecs
+
+    data = codecs.by_code(job.input_codec).decode(job.input)
+    return from_data(data, definition.input_type, "input")
+
+
+def encode_result(definition: JobDefinition[Any, Any], value: Any) -> tuple[int, bytes] | None:
+    if value is None:
+        return None
+    from acta.codec import check_size
+
+    tp = definition.result_type if definition.result_type is not None else Any
+    data = to_data(value, tp, "result")
+    codec = (
+        definition.result_codec if definition.result_type is not None else _codec_for_value(value)
+    )
+    body = codec.encode(data)
+    return codec.code, check_size(body, definition.app.payload_cap, "result")
+
+
+def _codec_for_value(value: Any) -> Any:
+    from acta.shape import codec_for
+
+    return codec_for(type(value) if isinstance(value, str | bytes) else Any)
+
+
+# Frames from these places are acta's or the event loop's plumbing, not the user's story.
+_PLUMBING = (
+    os.path.dirname(__file__) + os.sep,
+    os.path.join("concurrent", "futures"),
+    os.path.join("asyncio", ""),
+)
+_FRAMES_KEPT = 8
+
+
+def describe(exc: BaseException) -> str:
+    """The error for the ledger: its type and message, then the handler's own frames."""
+    head = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, JobCancelledError):
+        return head
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not any(part in frame.filename for part in _PLUMBING)
+    ]
+    if not frames:
+        return head
+    shown = "".join(traceback.format_list(frames[-_FRAMES_KEPT:]))
+    return f"{head}\nTraceback (most recent call last):\n{shown}"

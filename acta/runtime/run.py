@@ -1,0 +1,71 @@
+"""A run: one job this worker holds from claim to settle, why it may be stopped, and what one
+claim-and-run did (the outcome the test host reports)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from acta.context import Cancellation
+from acta.model.rows import Claimed, Started
+
+
+class TickOutcome(StrEnum):
+    """What one claim-and-run did to the job."""
+
+    NOTHING_CLAIMED = "nothing-claimed"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    REARMED = "rearmed"
+    CANCELLED = "cancelled"
+    LEASE_LOST = "lease-lost"
+    KILLED = "killed"
+
+
+class Stop(StrEnum):
+    """Why the worker stopped a run before its handler returned."""
+
+    TIMEOUT = "timeout"
+    CANCEL = "cancel"
+    LEASE_LOST = "lease-lost"
+    SHUTDOWN = "shutdown"
+    KILLED = "killed"
+
+
+@dataclass(eq=False)
+class Run:
+    """A job this worker holds, from claim to settle; the heartbeat renews its lease.
+
+    Create it on the event loop; ``stop`` may be called from any thread (a sync handler in the
+    test host can kill its own worker)."""
+
+    job: Claimed
+    loop: asyncio.AbstractEventLoop
+    started: Started | None = None
+    """Set when the claim already started the run (the direct profile)."""
+    holds_slot: bool = False
+    """Whether the run occupies one of the worker's executors right now."""
+    cancellation: Cancellation = field(default_factory=Cancellation)
+    stop_reason: Stop | None = None
+    stopped: asyncio.Event = field(default_factory=asyncio.Event)
+    _on_stop: Callable[[], None] | None = None
+
+    def stop(self, reason: Stop) -> None:
+        if self.stop_reason is None:
+            self.stop_reason = reason
+            self.cancellation.cancel(reason.value)
+            self.loop.call_soon_threadsafe(self._stopped)
+
+    def _stopped(self) -> None:
+        self.stopped.set()
+        if self._on_stop is not None:
+            self._on_stop()
+
+    def watch(self, callback: Callable[[], None] | None) -> None:
+        """Call ``callback`` on the loop once the run is stopped (now, if it already is);
+        None forgets it. One watcher at a time: the run's handler race."""
+        self._on_stop = callback
+        if callback is not None and self.stopped.is_set():
+            callback()
