@@ -7,6 +7,7 @@ asked, shutdown, kill). Whatever ends it, the outcome becomes one guarded settle
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ from acta.model.codes import EventCode, JobStatus, Outcome, Reason, audited
 from acta.model.rows import Transition
 from acta.runtime import settler
 from acta.runtime.handler import (
+    CANCEL_GRACE_SECONDS,
     Interrupted,
     decode_input,
     describe,
@@ -88,6 +90,12 @@ async def execute(worker: Worker, run: Run) -> TickOutcome:
             worker.free_slot(run)  # the next run may start while this one settles
     except Interrupted as stop:
         if stop.reason is Stop.TIMEOUT:
+            if run.thread_running and not attempt.is_last:
+                # A retry must not start beside a thread still running this job (Python cannot
+                # stop it): keep the lease, renewed by heartbeats, until the thread returns.
+                await run.thread_or_stop()
+                if run.stop_reason is not None:
+                    return await _interrupted(worker, run, definition, execution, attempt.elapsed())
             limit = policy.timeout.total_seconds() if policy.timeout else 0
             message = f"execution timed out after {limit:g} s"
             return await attempt.fail(Outcome.TIMED_OUT, Reason.TIMEOUT, message)
@@ -112,6 +120,11 @@ class _Attempt:
     ) -> None:
         self.worker, self.run, self.definition, self.execution = worker, run, definition, execution
         self.started = worker.clock.monotonic()
+
+    @property
+    def is_last(self) -> bool:
+        """Whether a failure of this run fails the job for good."""
+        return self.run.job.attempts + 1 >= self.definition.policy.max_attempts
 
     def elapsed(self) -> int:
         return max(0, int((self.worker.clock.monotonic() - self.started) * 1000))
@@ -194,6 +207,18 @@ async def _interrupted(
     if reason is Stop.CANCEL:
         plan = settler.cancelled(run.job, execution, worker.worker_id, policy, duration_ms)
         return await _settle(worker, run, plan, TickOutcome.CANCELLED)
+    if run.thread_running and run.thread is not None:
+        # A handler that honours its cancellation returns within moments: give it those.
+        await asyncio.wait({asyncio.wrap_future(run.thread)}, timeout=CANCEL_GRACE_SECONDS)
+    if run.thread_running:
+        # Handing the job back would let a peer run it beside this thread. Leave it leased:
+        # once this worker stops renewing, recovery takes it back and records the lease loss.
+        log.warning(
+            "job %s stays leased: its handler thread is still running at shutdown; recovery "
+            "takes it back when the lease lapses",
+            run.job.job_ref,
+        )
+        return TickOutcome.LEFT_LEASED
     plan = settler.handed_back(
         run.job,
         execution,

@@ -65,6 +65,8 @@ async def invoke(
     """Run the handler, racing its timeout and the worker's stop request. ``context`` builds
     the JobContext, only for handlers that take one."""
     loop = asyncio.get_running_loop()
+    # The deadline is fixed before the handler starts: a thread can move the test clock.
+    deadline = None if limit is None else worker.clock.now() + limit
     handler: asyncio.Future[Any]
     thread: concurrent.futures.Future[Any] | None = None
     if definition is None:  # a system job: ``value`` is its coroutine function
@@ -88,7 +90,6 @@ async def invoke(
 
     handler.add_done_callback(wake)
     run.watch(wake)
-    deadline = None if limit is None else worker.clock.now() + limit
     timer = None
     if deadline is not None:
         timer = asyncio.ensure_future(worker.clock.sleep_until(deadline))
@@ -112,6 +113,7 @@ async def invoke(
     run.cancellation.cancel(reason.value)
     if not handler.done():
         if thread is not None:
+            run.thread = thread
             worker.abandon(thread, run)
         handler.cancel()  # interrupts async handlers; a thread keeps running, flagged
         await asyncio.wait({handler}, timeout=CANCEL_GRACE_SECONDS)

@@ -4,9 +4,11 @@ claim-and-run did (the outcome the test host reports)."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from acta.context import Cancellation
 from acta.model.rows import Claimed, Started
@@ -22,6 +24,8 @@ class TickOutcome(StrEnum):
     CANCELLED = "cancelled"
     LEASE_LOST = "lease-lost"
     KILLED = "killed"
+    LEFT_LEASED = "left-leased"
+    """Shutdown could not hand the job back: its sync handler's thread was still running."""
 
 
 class Stop(StrEnum):
@@ -51,6 +55,8 @@ class Run:
     stop_reason: Stop | None = None
     stopped: asyncio.Event = field(default_factory=asyncio.Event)
     _on_stop: Callable[[], None] | None = None
+    thread: concurrent.futures.Future[Any] | None = None
+    """A sync handler's thread that outlived its run (timeout or stop) and still runs."""
 
     def stop(self, reason: Stop) -> None:
         if self.stop_reason is None:
@@ -69,3 +75,27 @@ class Run:
         self._on_stop = callback
         if callback is not None and self.stopped.is_set():
             callback()
+
+    @property
+    def thread_running(self) -> bool:
+        """Whether an abandoned sync handler of this run is still executing."""
+        return self.thread is not None and not self.thread.done()
+
+    async def thread_or_stop(self) -> None:
+        """Wait until the abandoned handler thread returns or the run is stopped (the caller
+        tells which from ``thread_running`` and ``stop_reason``)."""
+        if self.thread is None:
+            return
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+
+        def wake(_: object = None) -> None:
+            if not done.done():
+                done.set_result(None)
+
+        self.thread.add_done_callback(lambda _: loop.call_soon_threadsafe(wake))
+        self.watch(wake)
+        try:
+            await done
+        finally:
+            self.watch(None)
