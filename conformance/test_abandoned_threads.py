@@ -45,7 +45,9 @@ async def test_a_timed_out_thread_delays_the_retry_until_it_returns(
     assert await tick == "rearmed"
     job = await acta_app.get_async(ref)
     assert job.status is JobStatus.READY and job.attempts == 1
-    finished = [e for e in await acta_app.events_async(ref) if e.code is EventCode.EXECUTION_FINISHED]
+    finished = [
+        e for e in await acta_app.events_async(ref) if e.code is EventCode.EXECUTION_FINISHED
+    ]
     assert [e.outcome for e in finished] == [Outcome.TIMED_OUT]
     assert await acta_app.result_async(ref) is None  # the late value is dropped
 

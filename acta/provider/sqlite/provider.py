@@ -22,6 +22,7 @@ from acta.errors import ConfigurationError, DatabaseUnavailableError, SchemaErro
 from acta.names import validate_schema_name
 from acta.provider import caller_tx, migrate
 from acta.provider.protocol import VerbFactory
+from acta.provider.sqlite.aiosqlite_tx import is_aiosqlite, run_in_aiosqlite
 from acta.provider.statements import Statements, replace_schema
 from acta.provider.verb import Op, drive
 
@@ -47,6 +48,27 @@ def _instant(text: object) -> object:
     if isinstance(text, str):
         return datetime.fromisoformat(text).replace(tzinfo=UTC)
     return text
+
+
+def bind_params(params: Any) -> dict[str, object]:
+    """One statement's parameters as sqlite3 takes them (instants as millisecond text)."""
+    return {k: _bind(v) for k, v in params.items()}
+
+
+def shape_rows(description: Any, raw_rows: list[Any], fetch: str) -> Any:
+    """Rows as dicts, instants (columns ``at`` and ``*_at``) as aware UTC datetimes; the first
+    row or None for ``fetch == "one"``."""
+    names = [d[0] for d in description] if description else []
+    timed = [i for i, n in enumerate(names) if n == "at" or n.endswith("_at")]
+    out = []
+    for raw in raw_rows:
+        row = dict(zip(names, raw, strict=True))
+        for i in timed:
+            row[names[i]] = _instant(raw[i])
+        out.append(row)
+    if fetch == "one":
+        return out[0] if out else None
+    return out
 
 
 class SqliteProvider:
@@ -142,10 +164,10 @@ class SqliteProvider:
     def _run_op(self, conn: sqlite3.Connection, op: Op) -> Any:
         statement = self.statements[op.statement]
         if op.fetch == "many":
-            rows = [{k: _bind(v) for k, v in p.items()} for p in op.params]  # type: ignore[union-attr]
+            rows = [bind_params(p) for p in op.params]
             conn.executemany(statement.sql, rows)
             return None
-        params = {k: _bind(v) for k, v in op.params.items()}  # type: ignore[union-attr]
+        params = bind_params(op.params)
         cur = conn.execute(statement.sql, params)
         if op.fetch == "rowcount":
             count = cur.rowcount
@@ -154,19 +176,8 @@ class SqliteProvider:
                 # Python's sqlite3 reports -1 for DML that starts with WITH; ask SQLite itself.
                 count = conn.execute("SELECT changes()").fetchone()[0]
             return count
-        names = [d[0] for d in cur.description] if cur.description else []
-        timed = [i for i, n in enumerate(names) if n == "at" or n.endswith("_at")]
-        found = cur.fetchall() if op.fetch == "all" else cur.fetchmany(1)
-        cur.fetchall()  # finish the statement so RETURNING writes are complete
-        out = []
-        for raw in found:
-            row = dict(zip(names, raw, strict=True))
-            for i in timed:
-                row[names[i]] = _instant(raw[i])
-            out.append(row)
-        if op.fetch == "one":
-            return out[0] if out else None
-        return out
+        # All rows, even for "one": the statement must finish so RETURNING writes complete.
+        return shape_rows(cur.description, cur.fetchall(), op.fetch)
 
     def run(self, make: VerbFactory[T], *, tx: object | None = None) -> T:
         if tx is not None:
@@ -212,8 +223,9 @@ class SqliteProvider:
         tx = caller_tx.unwrap(tx)  # a SQLAlchemy Connection or Session -> its sqlite3 connection
         if not isinstance(tx, sqlite3.Connection):
             raise ConfigurationError(
-                "the SQLite provider enqueues on a sqlite3.Connection or a SQLAlchemy "
-                f"Connection or Session, not {type(tx).__module__}.{type(tx).__qualname__}"
+                "the SQLite provider enqueues on a sqlite3.Connection, a SQLAlchemy Connection "
+                "or Session (sync calls), or a SQLAlchemy AsyncConnection or AsyncSession on "
+                f"aiosqlite (async calls), not {type(tx).__module__}.{type(tx).__qualname__}"
             )
         if not tx.in_transaction and _begins_implicitly(tx):
             # Python's default mode opens a transaction before the first write and leaves it
@@ -234,7 +246,10 @@ class SqliteProvider:
 
     async def run_async(self, make: VerbFactory[T], *, tx: object | None = None) -> T:
         if tx is not None:
-            return self._run_in_caller_tx(make, await caller_tx.unwrap_async(tx))
+            conn = await caller_tx.unwrap_async(tx)
+            if is_aiosqlite(conn):
+                return await run_in_aiosqlite(self.statements, make, conn)
+            return self._run_in_caller_tx(make, conn)
         if self._thread is None:
             self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="acta-sqlite")
         return await asyncio.get_running_loop().run_in_executor(self._thread, self.run, make)
