@@ -10,9 +10,9 @@ effects outside the generator.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias, TypeVar
+from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
 T = TypeVar("T")
 
@@ -55,7 +55,7 @@ def execute_many(statement: str, rows: Sequence[Mapping[str, Any]]) -> Op:
     return Op(statement, rows, "many")
 
 
-def drive(verb: Verb[T], run_op: Any) -> T:
+def drive(verb: Generator[Any, Any, T], run_op: Any) -> T:
     """Run a verb to completion with a synchronous ``run_op(op) -> result``."""
     try:
         op = next(verb)
@@ -65,7 +65,7 @@ def drive(verb: Verb[T], run_op: Any) -> T:
         return done.value  # type: ignore[no-any-return]
 
 
-async def drive_async(verb: Verb[T], run_op: Any) -> T:
+async def drive_async(verb: Generator[Any, Any, T], run_op: Any) -> T:
     """Run a verb to completion with an async ``await run_op(op) -> result``."""
     try:
         op = next(verb)
@@ -73,3 +73,67 @@ async def drive_async(verb: Verb[T], run_op: Any) -> T:
             op = verb.send(await run_op(op))
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
+
+
+class Diverged(Exception):
+    """Replaying a verb's statements after a failed attempt did not give the answers the verb
+    already acted on: the ledger changed in between, so the verb cannot go on."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+class VerbRun(Generic[T]):
+    """One verb driven across transaction attempts by a provider that retries.
+
+    Before anything has committed, a failed attempt starts the verb over (``restart``). Once
+    its first statement has committed on its own (``Op.alone``), starting over would repeat
+    that statement; instead the next attempt replays, in a new transaction, the statements that
+    ran after the commit (the failed transaction rolled them back), checks that each answers
+    exactly as before, and goes on from the statement that failed. A different answer raises
+    ``Diverged``.
+    """
+
+    def __init__(self, make: Callable[[], Verb[T]]) -> None:
+        self._make = make
+        self._verb = make()
+        self._first()
+        self.committed = False
+        self._replay: list[tuple[Op, Any]] = []
+        self.error: BaseException | None = None
+
+    def restart(self) -> None:
+        """Start the verb over (only while nothing it ran has committed)."""
+        assert not self.committed, "a verb with a committed statement is resumed, not restarted"
+        self._verb.close()
+        self._verb = self._make()
+        self._first()
+
+    def _first(self) -> None:
+        self._any_op = False
+        self._value: Any = None
+        try:
+            self._op: Op | None = next(self._verb)  # a verb that checks its input fails here
+        except StopIteration as done:  # a verb with nothing to run
+            self._op, self._value = None, done.value
+
+    def steps(self) -> Generator[tuple[Op, bool], Any, T]:
+        """Yields ``(op, alone)`` to run (``alone``: commit it by itself), receives its result,
+        returns the verb's answer. Use a new ``steps()`` for each attempt."""
+        for op, expected in self._replay:
+            if (yield op, False) != expected:
+                raise Diverged(self.error or RuntimeError("replay diverged"))
+        while self._op is not None:
+            alone = self._op.alone and not self._any_op
+            self._any_op = True
+            result = yield self._op, alone
+            if alone:
+                self.committed = True
+            elif self.committed:
+                self._replay.append((self._op, result))
+            try:
+                self._op = self._verb.send(result)
+            except StopIteration as done:
+                self._op, self._value = None, done.value
+        return self._value  # type: ignore[no-any-return]

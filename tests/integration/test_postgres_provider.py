@@ -411,7 +411,7 @@ def test_unreachable_server_fails_fast_naming_the_host() -> None:
     assert "refused" in message.lower()
 
     with pytest.raises(DatabaseUnavailableError, match=re.escape("127.0.0.1")):
-        asyncio.run(provider.run_async(lambda: read.job("job_none")))
+        asyncio.run(provider.run_async(lambda: read.job("job_none", None)))
 
     app = Acta(dsn)
     with pytest.raises(DatabaseUnavailableError, match=re.escape("127.0.0.1:1/ledger")):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from acta import Acta, EventCode, JobStatus
+from acta import Acta, EventCode, JobContext, JobStatus
 from acta.provider.postgres.provider import ATTEMPTS
 from acta_testing import Host
 
@@ -106,3 +106,32 @@ def test_a_settle_refused_twice_settles_the_run_once(
     assert job.status is JobStatus.SUCCEEDED and job.executions == 1
     assert acta_host.event_names(ref).count("succeeded") == 1
     assert acta_app.result(ref) == "shipped" and runs == [1]
+
+
+def test_a_settle_whose_second_transaction_fails_goes_on_after_its_committed_part(
+    acta_app: Acta, acta_host: Host, acta_provider: PostgresProvider, admin: Any
+) -> None:
+    # A run that fails with a cancel pending: instead of its retry, the cancel applies. The
+    # one-statement settle commits by itself and leaves this row out; the portable path that
+    # follows applies the cancel. That part fails once: the retry must not start the settle
+    # over (its first statement committed) but replay what it had done and go on.
+    @acta_app.job("ship-parcel")
+    def ship(ctx: JobContext) -> str:
+        acta_app.cancel(ctx.job, reason="address changed")
+        raise RuntimeError("carrier down")
+
+    assert acta_host.tick() == "nothing-claimed"  # registers the worker
+    ref = ship.enqueue()
+    _refuse(
+        admin, acta_provider.schema, "events", f"NEW.code = {int(EventCode.CANCELLED)}", 1, "40001"
+    )
+    assert acta_host.tick() == "cancelled"
+    job = acta_host.job(ref)
+    assert job.status is JobStatus.CANCELLED and job.executions == 1
+    names = acta_host.event_names(ref)
+    assert names.count("cancelled") == 1 and names.count("execution-finished") == 1
+    assert "write-fenced" not in names
+    (tries,) = admin.execute(
+        f'SELECT last_value FROM "{acta_provider.schema}".flaky_count'
+    ).fetchone()
+    assert tries == 2  # refused once, then written

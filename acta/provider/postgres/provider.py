@@ -5,7 +5,9 @@ producer surface, reads and the CLI; an async pool per event loop for the runtim
 first use so that a wrong DSN fails at once. Connections are autocommit=False and every verb is
 one explicit transaction: commit at the end, rollback on any error. A serialization failure,
 a deadlock or a lost connection runs the whole verb again (reliability rule 7); a lost
-connection is first dropped from the pool. Nothing here keeps session state (rule 6).
+connection is first dropped from the pool. A verb whose first statement already committed by
+itself (``Op.alone``) is not started over but resumed (``acta.provider.verb.VerbRun``).
+Nothing here keeps session state (rule 6).
 
 A verb can also run inside the caller's open transaction (transactional enqueue): on a psycopg
 connection, or on a SQLAlchemy Connection/Session unwrapped by ``acta.provider.caller_tx``.
@@ -37,7 +39,7 @@ from acta.provider.postgres.connect import (
 from acta.provider.postgres.pools import Pools
 from acta.provider.protocol import VerbFactory
 from acta.provider.statements import Statements, replace_schema
-from acta.provider.verb import Op, drive, drive_async
+from acta.provider.verb import Diverged, Op, VerbRun, drive, drive_async
 
 T = TypeVar("T")
 
@@ -157,54 +159,57 @@ class PostgresProvider:
     def run(self, make: VerbFactory[T], *, tx: object | None = None) -> T:
         if tx is not None:
             return self._run_in_caller_tx(make, caller_tx.unwrap(tx))
+        run = VerbRun(make)
         for attempt in range(1, ATTEMPTS + 1):
             pool = self.sync_pool()
             conn: psycopg.Connection[Any] | None = None
             try:
                 with pool.connection() as conn:
-                    return self._transaction(conn, make)
+                    return self._transaction(conn, run)
             except PoolTimeout as exc:
                 raise self.target.unavailable(exc, "get a connection to") from None
-            except _PartlyCommitted as partly:
-                raise self._failed(partly.cause, None) from partly.cause
+            except Diverged as diverged:
+                raise self._failed(cast(psycopg.Error, diverged.cause), None) from diverged.cause
             except psycopg.Error as exc:
-                kind = retry_kind(exc, conn)
-                if kind is None or attempt == ATTEMPTS:
-                    failure = self._failed(exc, kind)
-                    if failure is exc:
-                        raise
-                    raise failure from exc
+                kind = self._again(run, exc, retry_kind(exc, conn), attempt)
                 if kind == "reconnect":
                     pool.check()  # drop every idle connection the server also closed
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _transaction(self, conn: psycopg.Connection[Any], make: VerbFactory[T]) -> T:
-        done = _Progress()
+    def _again(self, run: VerbRun[Any], exc: psycopg.Error, kind: str | None, attempt: int) -> str:
+        """After a failed attempt: raise if the verb cannot run again, else prepare it (start
+        over, or resume after its committed first statement) and say how to retry."""
+        if kind is None or attempt == ATTEMPTS:
+            failure = self._failed(exc, kind)
+            if failure is exc:
+                raise exc
+            raise failure from exc
+        run.error = exc
+        if not run.committed:
+            run.restart()
+        return kind
+
+    def _transaction(self, conn: psycopg.Connection[Any], run: VerbRun[T]) -> T:
         try:
             with conn.cursor(row_factory=utc_dict_row) as cur:
 
-                def run_op(op: Op) -> Any:
-                    if not done.any_op and op.alone:
-                        done.any_op = True
-                        conn.autocommit = True  # one round trip: the statement commits itself
-                        try:
-                            found = self._execute(cur, op)
-                        finally:
-                            conn.autocommit = False
-                        done.committed = True
-                        return found
-                    done.any_op = True
-                    return self._execute(cur, op)
+                def run_op(step: tuple[Op, bool]) -> Any:
+                    op, alone = step
+                    if not alone:
+                        return self._execute(cur, op)
+                    conn.autocommit = True  # one round trip: the statement commits itself
+                    try:
+                        return self._execute(cur, op)
+                    finally:
+                        conn.autocommit = False
 
-                result = drive(make(), run_op)
+                result = drive(run.steps(), run_op)
             conn.commit()
             return result
-        except BaseException as exc:
+        except BaseException:
             if not conn.closed:
                 with contextlib.suppress(psycopg.Error):
                     conn.rollback()
-            if done.committed and isinstance(exc, psycopg.Error):
-                raise _PartlyCommitted(exc) from exc
             raise
 
     async def run_async(self, make: VerbFactory[T], *, tx: object | None = None) -> T:
@@ -213,54 +218,44 @@ class PostgresProvider:
             if isinstance(conn, psycopg.AsyncConnection):
                 return await self._arun_in_caller_tx(make, conn)
             return self._run_in_caller_tx(make, conn)
+        run = VerbRun(make)
         for attempt in range(1, ATTEMPTS + 1):
             pool = await self.async_pool()
             aconn: psycopg.AsyncConnection[Any] | None = None
             try:
                 async with pool.connection() as aconn:
-                    return await self._atransaction(aconn, make)
+                    return await self._atransaction(aconn, run)
             except PoolTimeout as exc:
                 raise self.target.unavailable(exc, "get a connection to") from None
-            except _PartlyCommitted as partly:
-                raise self._failed(partly.cause, None) from partly.cause
+            except Diverged as diverged:
+                raise self._failed(cast(psycopg.Error, diverged.cause), None) from diverged.cause
             except psycopg.Error as exc:
-                kind = retry_kind(exc, aconn)
-                if kind is None or attempt == ATTEMPTS:
-                    failure = self._failed(exc, kind)
-                    if failure is exc:
-                        raise
-                    raise failure from exc
+                kind = self._again(run, exc, retry_kind(exc, aconn), attempt)
                 if kind == "reconnect":
                     await pool.check()
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _atransaction(self, conn: psycopg.AsyncConnection[Any], make: VerbFactory[T]) -> T:
-        done = _Progress()
+    async def _atransaction(self, conn: psycopg.AsyncConnection[Any], run: VerbRun[T]) -> T:
         try:
             async with conn.cursor(row_factory=utc_dict_row) as cur:
 
-                async def run_op(op: Op) -> Any:
-                    if not done.any_op and op.alone:
-                        done.any_op = True
-                        await conn.set_autocommit(True)  # one round trip: it commits itself
-                        try:
-                            found = await self._aexecute(cur, op)
-                        finally:
-                            await conn.set_autocommit(False)
-                        done.committed = True
-                        return found
-                    done.any_op = True
-                    return await self._aexecute(cur, op)
+                async def run_op(step: tuple[Op, bool]) -> Any:
+                    op, alone = step
+                    if not alone:
+                        return await self._aexecute(cur, op)
+                    await conn.set_autocommit(True)  # one round trip: it commits itself
+                    try:
+                        return await self._aexecute(cur, op)
+                    finally:
+                        await conn.set_autocommit(False)
 
-                result = await drive_async(make(), run_op)
+                result = await drive_async(run.steps(), run_op)
             await conn.commit()
             return result
-        except BaseException as exc:
+        except BaseException:
             if not conn.closed:
                 with contextlib.suppress(psycopg.Error):
                     await conn.rollback()
-            if done.committed and isinstance(exc, psycopg.Error):
-                raise _PartlyCommitted(exc) from exc
             raise
 
     # -- the caller's transaction ---------------------------------------------------------
@@ -359,23 +354,3 @@ def _wrong_connection(conn: object) -> ConfigurationError:
         "the PostgreSQL provider runs in a caller's transaction on a psycopg Connection or "
         f"AsyncConnection, or a SQLAlchemy Connection or Session, not {type(conn).__name__}"
     )
-
-
-class _Progress:
-    """What a verb has done so far in a transaction: whether it ran any statement, and whether
-    one already committed on its own (then the verb must not run again)."""
-
-    __slots__ = ("any_op", "committed")
-
-    def __init__(self) -> None:
-        self.any_op = False
-        self.committed = False
-
-
-class _PartlyCommitted(Exception):
-    """A verb failed after its first statement committed on its own: running the whole verb
-    again would repeat that statement, so the failure is reported instead of retried."""
-
-    def __init__(self, cause: psycopg.Error) -> None:
-        super().__init__(str(cause))
-        self.cause = cause
