@@ -52,11 +52,13 @@ class AsyncHost:
         self.closed = False
 
     def _new_worker(self, **settings: Any) -> Worker:
+        # A settle the database refuses raises from tick() here instead of waiting on a clock
+        # that only the (blocked) test could move; pass retry_settles=True to test the wait.
         return Worker(
             self.app,
             clock=self.clock,
             seed=len(getattr(self, "workers", ())),
-            **{**self._settings, **settings},
+            **{"retry_settles": False, **self._settings, **settings},
         )
 
     @property

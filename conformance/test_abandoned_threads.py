@@ -34,12 +34,23 @@ async def test_a_timed_out_thread_delays_the_retry_until_it_returns(
         return "imported"
 
     ref = await wedged_import.enqueue_async()
-    tick = asyncio.create_task(acta_async_host.tick())
+    worker = await acta_async_host.add_worker(executors=2)
+    tick = asyncio.create_task(acta_async_host.tick(worker))
     assert await asyncio.to_thread(entered.wait, 30)
     await _yield()
     assert not tick.done()  # the run is not settled while its thread runs
     job = await acta_app.get_async(ref)
     assert job.status is JobStatus.EXECUTING and job.attempts == 0  # so nobody can retry it
+
+    # The waiting run and its thread hold one executor between them, not two: the worker's
+    # other executor still takes work.
+    @acta_app.job("meanwhile")
+    def meanwhile() -> str:
+        return "ran"
+
+    other = await meanwhile.enqueue_async()
+    assert await acta_async_host.tick(worker) == "completed"
+    assert await acta_app.result_async(other) == "ran"
 
     release.set()
     assert await tick == "rearmed"
@@ -52,7 +63,7 @@ async def test_a_timed_out_thread_delays_the_retry_until_it_returns(
     assert await acta_app.result_async(ref) is None  # the late value is dropped
 
     await acta_async_host.advance("1s")
-    assert await acta_async_host.tick() == "completed"
+    assert await acta_async_host.tick(worker) == "completed"
     assert runs == [1, 1] and await acta_app.result_async(ref) == "imported"
 
 

@@ -4,6 +4,7 @@ outcome for its own job, never a stranded job, a failed group commit or a dead w
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +57,20 @@ def test_a_sync_handler_calling_sys_exit_fails_its_run_and_the_worker_goes_on(
     assert acta_app.result(later) == "still running"
 
 
+@pytest.mark.parametrize("error", [asyncio.CancelledError, concurrent.futures.CancelledError])
+def test_a_sync_handler_raising_cancelled_error_fails_its_run(
+    acta_app: Acta, acta_host: Host, error: type[BaseException]
+) -> None:
+    @acta_app.job("waits-on-a-future")
+    def waits_on_a_future() -> None:
+        raise error()
+
+    ref = waits_on_a_future.enqueue()
+    assert acta_host.tick() == "rearmed"  # not stranded in executing
+    assert "CancelledError" in _last_error(acta_host, ref)
+    assert acta_host.job(ref).attempts == 1
+
+
 async def test_an_async_handler_that_raises_system_exit_or_cancels_itself_fails_its_run(
     acta_app: Acta, acta_async_host: AsyncHost
 ) -> None:
@@ -94,7 +109,9 @@ def test_a_cancel_reason_that_would_hide_or_break_text_is_refused(
     with pytest.raises(ValidationError, match="reason"):
         acta_app.cancel(ref, reason=reason)
     assert ledger.snapshot() == before
-    assert acta_app.cancel(ref, reason="customer asked\nby phone") is JobStatus.CANCELLED
+    asked = "customer asked\r\nby phone \U0001f468\u200d\U0001f469\u200d\U0001f467"
+    assert acta_app.cancel(ref, reason=asked) is JobStatus.CANCELLED
+    assert acta_app.events(ref)[-1].message == asked
 
 
 def test_acta_system_jobs_cannot_be_cancelled(

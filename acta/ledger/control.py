@@ -23,9 +23,12 @@ _CANCEL_TRIES = 5
 
 
 _REASON_RULE = (
-    f"1 to {MAX_REASON} characters of printable text (line breaks and tabs allowed; no control, "
-    "invisible format or lone surrogate characters)"
+    f"1 to {MAX_REASON} characters of printable text (line breaks, tabs and emoji joiners "
+    "allowed; no other control, invisible format or lone surrogate characters)"
 )
+# Allowed although their categories are Cc/Cf: line breaks, tabs, and the zero-width joiner
+# that emoji sequences need.
+_REASON_ALLOWED = frozenset("\n\r\t\u200d")
 
 
 def check_reason(reason: str) -> str:
@@ -34,7 +37,7 @@ def check_reason(reason: str) -> str:
     if not isinstance(reason, str) or not reason.strip() or len(reason) > MAX_REASON:
         raise ValidationError("reason", f"got {reason!r:.80}", _REASON_RULE)
     for index, ch in enumerate(reason):
-        if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cf", "Cs"):
+        if ch in _REASON_ALLOWED or unicodedata.category(ch) not in ("Cc", "Cf", "Cs"):
             continue
         raise ValidationError(
             "reason", f"character U+{ord(ch):04X} at position {index}", _REASON_RULE

@@ -94,7 +94,11 @@ async def execute(worker: Worker, run: Run) -> TickOutcome:
                 # A retry must not start beside a thread still running this job (Python cannot
                 # stop it): keep the lease, renewed by heartbeats, until the thread returns.
                 await run.thread_or_stop()
-                if run.stop_reason is not None:
+                # A shutdown that came meanwhile changes nothing if the thread is back: the run
+                # timed out, and that is what is recorded.
+                if run.stop_reason is not None and (
+                    run.stop_reason is not Stop.SHUTDOWN or run.thread_running
+                ):
                     return await _interrupted(worker, run, definition, execution, attempt.elapsed())
             limit = policy.timeout.total_seconds() if policy.timeout else 0
             message = f"execution timed out after {limit:g} s"
@@ -246,7 +250,7 @@ async def _settle(worker: Worker, run: Run, plan: Transition, outcome: TickOutco
             # than let recovery run the job again: the write stays fenced, so if the lease
             # moved on meanwhile it changes nothing. Stop trying only when the worker dies or
             # its shutdown gives up on unfinished runs; recovery then takes the job back.
-            if worker.killed or worker.giving_up.is_set():
+            if worker.killed or worker.giving_up.is_set() or not worker.retry_settles:
                 raise
             log.warning(
                 "could not settle job %s (%s); trying again in %g s",

@@ -46,6 +46,12 @@ def _call_contained(target: Callable[..., Any], args: list[Any], kwargs: dict[st
         return target(*args, **kwargs)
     except SystemExit as exc:
         raise HandlerMisbehaved(f"the handler raised SystemExit({exc.code!r})") from None
+    except (asyncio.CancelledError, concurrent.futures.CancelledError) as exc:
+        # Out of a thread either one reaches the loop as asyncio.CancelledError, which would
+        # end the run's task as if acta had cancelled it, with no outcome recorded.
+        raise HandlerMisbehaved(
+            f"the handler raised {type(exc).__module__}.CancelledError without being asked to stop"
+        ) from None
 
 
 class Interrupted(Exception):

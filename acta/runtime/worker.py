@@ -87,6 +87,7 @@ class Worker:
         clock: Clock | None = None,
         seed: int | None = None,
         host: str | None = None,
+        retry_settles: bool = True,
     ) -> None:
         if (
             isinstance(executors, bool)
@@ -97,6 +98,9 @@ class Worker:
         if profile not in PROFILES:
             raise ValidationError("profile", f"got {profile!r}", "'buffered' or 'direct'")
         self.profile = profile
+        # Keep a finished run's outcome and retry its settle while the database is away
+        # (production); the test hosts turn it off so a simulated outage raises from tick().
+        self.retry_settles = bool(retry_settles)
         # Claimed-ahead runs: buffered workers keep up to one batch leased and waiting; direct
         # ones start what they claim, so they claim only for free executors.
         self.prefetch = executors if profile == "buffered" else 0
@@ -331,7 +335,8 @@ class Worker:
         if free <= 0 or self.killed:
             return now + self.poll
         runs = await self.claim(free)
-        for run in runs:
+        # Runs the claim already started take executors first; the dispatched ones queue.
+        for run in sorted(runs, key=lambda r: r.started is None):
             task = asyncio.create_task(self.execute(run), name=f"acta-run-{run.job.job_ref}")
             self.tasks.add(task)
             task.add_done_callback(self._run_done)
@@ -379,9 +384,11 @@ class Worker:
     # -- lifecycle ------------------------------------------------------------------------
 
     def free_executors(self) -> int:
-        """Executors neither running a job nor stuck in an abandoned sync handler."""
+        """Executors neither running a job nor stuck in an abandoned sync handler (a thread
+        whose run is still held counts once, with its run)."""
         self.abandoned = {f for f in self.abandoned if not f.done()}
-        return self.executors - len(self.runs) - len(self.abandoned)
+        held = {run.thread for run in self.runs.values() if run.thread is not None}
+        return self.executors - len(self.runs) - len(self.abandoned - held)
 
     def abandon(self, thread: concurrent.futures.Future[Any], run: Run) -> None:
         """A stopped sync handler still occupies its thread: it keeps its executor slot, and
@@ -391,12 +398,12 @@ class Worker:
         keeps_slot, run.holds_slot = run.holds_slot, False  # the thread frees it, not the run
 
         def freed() -> None:
+            self.abandoned.discard(thread)  # on the loop: the set is only touched there
             if keeps_slot and self._slots is not None:
                 self._slots.release()
             self.wake()
 
         def returned(_: object) -> None:
-            self.abandoned.discard(thread)
             if not loop.is_closed():
                 loop.call_soon_threadsafe(freed)
 

@@ -17,7 +17,7 @@ import pytest
 from acta import Acta, DatabaseUnavailableError, EventCode, JobStatus
 from acta.clock import ManualClock
 from acta.provider.sqlite import SqliteProvider
-from acta_testing import AsyncHost
+from acta_testing import AsyncHost, Host
 
 
 @pytest.fixture
@@ -59,7 +59,7 @@ async def test_a_settle_waits_out_the_outage_and_the_run_counts_once(ledger: Pat
         blocker.execute("BEGIN IMMEDIATE")  # the outage starts while the handler runs
         return "42 pages"
 
-    host = AsyncHost(app, provider, clock)
+    host = AsyncHost(app, provider, clock, retry_settles=True)
     waiting = _Seen("could not settle job")
     logging.getLogger("acta.worker").addHandler(waiting)
     try:
@@ -110,3 +110,25 @@ def _status(path: Path, ref: object) -> str:
             "SELECT status FROM acta_jobs_view WHERE job_ref = ?", (str(ref),)
         ).fetchone()
     return str(status)
+
+
+def test_the_test_host_reports_a_refused_settle_instead_of_waiting(ledger: Path) -> None:
+    app, provider, clock = Acta(), _provider(ledger), ManualClock()
+    blocker = sqlite3.connect(ledger, isolation_level=None, check_same_thread=False)
+
+    @app.job("nightly-report")
+    def nightly_report() -> str:
+        blocker.execute("BEGIN IMMEDIATE")
+        return "42 pages"
+
+    host = Host(app, provider, clock)
+    try:
+        ref = app.enqueue("nightly-report")
+        with pytest.raises(DatabaseUnavailableError):
+            host.tick()
+        blocker.execute("ROLLBACK")
+        assert app.get(ref).status is JobStatus.EXECUTING  # recovery takes it back later
+    finally:
+        blocker.close()
+        host.close()
+        provider.close()
