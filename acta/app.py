@@ -221,7 +221,7 @@ class Acta(ReadSurface):
         return jobs, {text: ref for ref, text in made}
 
     def _enqueue_factory(
-        self, requests: Sequence[JobRequest], own_tx: bool
+        self, requests: Sequence[JobRequest]
     ) -> tuple[Callable[[], Any], dict[str, JobRef]]:
         for r in requests:
             if not isinstance(r, JobRequest):
@@ -237,7 +237,10 @@ class Acta(ReadSurface):
                 raise UnknownJobError(f"job {r.definition.name!r} belongs to another application")
         jobs, refs = self._new_jobs(requests)
         specs = {r.definition.name: r.definition.spec() for r in requests}
-        known = self._known if own_tx else None
+        # Ids learnt from a committed transaction of acta's own hold in a caller's transaction
+        # too (catalog rows are never deleted); a caller's transaction never teaches any, as it
+        # may still roll back.
+        known = self._known
         now = self.clock.sql_now()
         namespace = self.namespace
         provider = self.provider
@@ -277,7 +280,7 @@ class Acta(ReadSurface):
         """Enqueue many jobs in one transaction: all of them or none."""
         if not requests:
             return []
-        make, refs = self._enqueue_factory(requests, connection is None)
+        make, refs = self._enqueue_factory(requests)
         done = self.provider.run(make, tx=connection)
         return self._after_enqueue(done, connection is None, refs)
 
@@ -287,7 +290,7 @@ class Acta(ReadSurface):
         """Async twin of ``enqueue_batch``."""
         if not requests:
             return []
-        make, refs = self._enqueue_factory(requests, connection is None)
+        make, refs = self._enqueue_factory(requests)
         done = await self.provider.run_async(make, tx=connection)
         return self._after_enqueue(done, connection is None, refs)
 
