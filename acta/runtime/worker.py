@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import logging
 import os
 import random
@@ -36,6 +35,7 @@ from acta.runtime.bell import Bell
 from acta.runtime.executor import execute
 from acta.runtime.run import Run, Stop, TickOutcome
 from acta.runtime.scheduler import Scheduler
+from acta.runtime.slots import Slots
 from acta.runtime.system_jobs import SystemJob, system_jobs
 
 if TYPE_CHECKING:
@@ -104,7 +104,6 @@ class Worker:
         # Claimed-ahead runs: buffered workers keep up to one batch leased and waiting; direct
         # ones start what they claim, so they claim only for free executors.
         self.prefetch = executors if profile == "buffered" else 0
-        self._slots: asyncio.Semaphore | None = None
         self.app = app
         self.clock: Clock = clock or app.clock
         self.executors = executors
@@ -119,9 +118,7 @@ class Worker:
         self.rng = random.Random(seed)
         self.threads = ThreadPoolExecutor(max_workers=executors, thread_name_prefix="acta-handler")
         self.runs: dict[int, Run] = {}
-        # Sync handlers abandoned after a timeout or stop still occupy a pool thread; they count
-        # against the executors until they return, so new runs never queue behind them.
-        self.abandoned: set[concurrent.futures.Future[Any]] = set()
+        self.slots = Slots(executors, on_free=self.wake)
         self._registering = asyncio.Lock()
         # Set when unfinished runs are given up (shutdown past its grace, or a kill): settles
         # waiting for the database to come back stop waiting.
@@ -283,38 +280,16 @@ class Worker:
     async def execute(self, run: Run) -> TickOutcome:
         """Run one claimed job once an executor is free (buffered runs may wait here)."""
         try:
-            await self._take_slot(run)
+            await self.slots.take(run)
             return await execute(self, run)
         finally:
             self.free_slot(run)
             self.runs.pop(run.job.job_id, None)
 
-    async def _take_slot(self, run: Run) -> None:
-        """Wait for a free executor, unless the run is stopped first (then it goes on without
-        one, only to hand its job back)."""
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(self.executors)
-        if not self._slots.locked():
-            await self._slots.acquire()
-            run.holds_slot = True
-            return
-        acquiring = asyncio.ensure_future(self._slots.acquire())
-        stopping = asyncio.ensure_future(run.stopped.wait())
-        await asyncio.wait({acquiring, stopping}, return_when=asyncio.FIRST_COMPLETED)
-        stopping.cancel()
-        if not acquiring.done():
-            acquiring.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await acquiring
-        if acquiring.done() and not acquiring.cancelled():
-            run.holds_slot = True
-
     def free_slot(self, run: Run) -> None:
         """The run's handler is done: its executor may start the next run (while this one's
         settle commits). Safe to call more than once."""
-        if run.holds_slot and self._slots is not None:
-            run.holds_slot = False
-            self._slots.release()
+        self.slots.give_back(run)
 
     async def run_one(self) -> tuple[TickOutcome, str | None]:
         """Claim at most one job and run it to its settlement; returns the outcome and the
@@ -384,30 +359,18 @@ class Worker:
     # -- lifecycle ------------------------------------------------------------------------
 
     def free_executors(self) -> int:
-        """Executors neither running a job nor stuck in an abandoned sync handler (a thread
-        whose run is still held counts once, with its run)."""
-        self.abandoned = {f for f in self.abandoned if not f.done()}
-        held = {run.thread for run in self.runs.values() if run.thread is not None}
-        return self.executors - len(self.runs) - len(self.abandoned - held)
+        """Executors neither running a job nor stuck in an abandoned sync handler."""
+        return self.slots.free(self.runs.values())
 
     def abandon(self, thread: concurrent.futures.Future[Any], run: Run) -> None:
         """A stopped sync handler still occupies its thread: it keeps its executor slot, and
         counts against claims, until the thread returns."""
-        self.abandoned.add(thread)
-        loop = asyncio.get_running_loop()
-        keeps_slot, run.holds_slot = run.holds_slot, False  # the thread frees it, not the run
+        self.slots.abandon(thread, run)
 
-        def freed() -> None:
-            self.abandoned.discard(thread)  # on the loop: the set is only touched there
-            if keeps_slot and self._slots is not None:
-                self._slots.release()
-            self.wake()
-
-        def returned(_: object) -> None:
-            if not loop.is_closed():
-                loop.call_soon_threadsafe(freed)
-
-        thread.add_done_callback(returned)
+    @property
+    def abandoned(self) -> set[concurrent.futures.Future[Any]]:
+        """Threads of sync handlers that outlived their runs and have not returned yet."""
+        return self.slots.abandoned
 
     def kill(self) -> None:
         """Behave as if the process died this instant: no write of any kind from now on."""
