@@ -123,3 +123,47 @@ def test_acta_is_not_loaded():
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
     result.assert_outcomes(passed=1)
     assert "acta_testing.plugin" in pytester.runpytest_subprocess("--trace-config").stdout.str()
+
+
+def test_something_a_test_leaves_outside_its_schema_is_reported(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    import secrets
+
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    schemas = request.getfixturevalue("_acta_postgres_schemas")  # skips without PostgreSQL
+    monkeypatch.delenv("CI", raising=False)
+    # Another database of the same server, so that test sessions running beside this one
+    # (xdist) never see the probe in their own leak checks.
+    params = conninfo_to_dict(schemas.dsn)
+    params["dbname"] = "postgres"
+    dsn = make_conninfo("", **params)
+    table = f"acta_leak_probe_{secrets.token_hex(3)}"
+    pytester.makeini(INI)
+    pytester.makepyfile(
+        test_leaky=f"""
+import psycopg
+
+def test_leaves_a_table_in_public(acta_provider):
+    with psycopg.connect({dsn!r}, autocommit=True) as conn:
+        conn.execute("CREATE TABLE public.{table} (x int)")
+"""
+    )
+    try:
+        result = pytester.runpytest_subprocess(
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:hypothesispytest",
+            "--acta-provider",
+            "postgres",
+            "--acta-dsn",
+            dsn,
+        )
+        result.assert_outcomes(passed=1, errors=1)
+        result.stdout.fnmatch_lines([f"*a test left relation public.{table} behind*"])
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"DROP TABLE IF EXISTS public.{table}")
