@@ -79,16 +79,3 @@ class DatabaseUnavailableError(ActaError):
 class ConflictError(ActaError):
     """The ledger kept changing under an operation that reads before it writes; nothing was
     written and the call may simply be repeated."""
-
-
-class LeaseLostError(ActaError):
-    """A worker write was fenced out: another claim holds the job now."""
-
-    def __init__(self, job_id: int, epoch: int) -> None:
-        self.job_id = job_id
-        self.epoch = epoch
-        super().__init__(f"lease lost for job id {job_id} at epoch {epoch}")
-
-
-class JobFailedError(ActaError):
-    """Raised by ``run_and_wait`` style helpers when a job ended failed or cancelled."""
