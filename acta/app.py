@@ -201,7 +201,6 @@ class Acta(ReadSurface):
     def _new_jobs(self, requests: Sequence[JobRequest]) -> tuple[list[NewJob], dict[str, JobRef]]:
         ms = int(self.clock.now().timestamp() * 1000)
         made = JobRef.many(ms, len(requests))
-        texts = [text for _, text in made]
         jobs = [
             NewJob(
                 job_ref=text,
@@ -216,7 +215,7 @@ class Acta(ReadSurface):
                 tags=r.tags,
                 audit_level=r.definition.policy.audit,
             )
-            for r, text in zip(requests, texts, strict=True)
+            for r, (_, text) in zip(requests, made, strict=True)
         ]
         return jobs, {text: ref for ref, text in made}
 

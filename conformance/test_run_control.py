@@ -271,7 +271,7 @@ def test_an_abandoned_sync_handler_keeps_its_executor_busy(acta_app: Acta, acta_
     assert acta_host.job(stuck).status.label == "failed"
     assert acta_host.tick(worker) == "nothing-claimed"  # its only executor is still occupied
     release.set()
-    for thread in list(worker.abandoned):
+    for thread in list(worker.slots.abandoned):
         thread.result(timeout=30)
     assert acta_host.tick(worker) == "completed"
     assert acta_app.result(later) == "ran"

@@ -87,7 +87,7 @@ async def execute(worker: Worker, run: Run) -> TickOutcome:
         try:
             returned = await invoke(worker, run, definition, attempt.context, policy.timeout, value)
         finally:
-            worker.free_slot(run)  # the next run may start while this one settles
+            worker.slots.give_back(run)  # the next run may start while this one settles
     except Interrupted as stop:
         if stop.reason is Stop.TIMEOUT:
             if run.thread_running and not attempt.is_last:

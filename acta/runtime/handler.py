@@ -120,7 +120,7 @@ async def invoke(
     if not handler.done():
         if thread is not None:
             run.thread = thread
-            worker.abandon(thread, run)
+            worker.slots.abandon(thread, run)
         handler.cancel()  # interrupts async handlers; a thread keeps running, flagged
         await asyncio.wait({handler}, timeout=CANCEL_GRACE_SECONDS)
     if handler.done() and not handler.cancelled():

@@ -9,7 +9,6 @@ declared dead by recovery never writes again under that identity: it registers a
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import logging
 import os
 import random
@@ -240,7 +239,7 @@ class Worker:
         there are free executors start in the claim's own commit; the rest wait, dispatched,
         for an executor (and are started then)."""
         await self.ensure_registered()
-        self._loop = asyncio.get_running_loop()
+        self._loop = loop = asyncio.get_running_loop()
         lease_ms = self.lease // timedelta(milliseconds=1)
         args = (self.worker_id, self.namespace_id, limit, frozenset(self.skipped), lease_ms)
         now, fused = self.now(), self.fused
@@ -249,7 +248,6 @@ class Worker:
         pairs = await self.write(
             lambda: claim(*args, now, startable, quiet, start=start, fused=fused)
         )
-        loop = asyncio.get_running_loop()
         runs = [Run(job, loop, started=started) for job, started in pairs]
         for run in runs:
             self.runs[run.job.job_id] = run
@@ -283,13 +281,8 @@ class Worker:
             await self.slots.take(run)
             return await execute(self, run)
         finally:
-            self.free_slot(run)
+            self.slots.give_back(run)
             self.runs.pop(run.job.job_id, None)
-
-    def free_slot(self, run: Run) -> None:
-        """The run's handler is done: its executor may start the next run (while this one's
-        settle commits). Safe to call more than once."""
-        self.slots.give_back(run)
 
     async def run_one(self) -> tuple[TickOutcome, str | None]:
         """Claim at most one job and run it to its settlement; returns the outcome and the
@@ -361,16 +354,6 @@ class Worker:
     def free_executors(self) -> int:
         """Executors neither running a job nor stuck in an abandoned sync handler."""
         return self.slots.free(self.runs.values())
-
-    def abandon(self, thread: concurrent.futures.Future[Any], run: Run) -> None:
-        """A stopped sync handler still occupies its thread: it keeps its executor slot, and
-        counts against claims, until the thread returns."""
-        self.slots.abandon(thread, run)
-
-    @property
-    def abandoned(self) -> set[concurrent.futures.Future[Any]]:
-        """Threads of sync handlers that outlived their runs and have not returned yet."""
-        return self.slots.abandoned
 
     def kill(self) -> None:
         """Behave as if the process died this instant: no write of any kind from now on."""
