@@ -9,6 +9,7 @@ from acta.app import Acta
 from acta.backoff import Backoff
 from acta.clock import Clock, ManualClock, SystemClock
 from acta.context import Cancellation, JobCancelledError, JobContext
+from acta.definition import JobDefinition, JobRequest
 from acta.errors import (
     ActaError,
     ConfigurationError,
@@ -26,10 +27,9 @@ from acta.errors import (
     ValidationError,
 )
 from acta.ids import JobRef
-from acta.job import JobDefinition, JobPolicy
 from acta.model.codes import AuditLevel, EventCode, JobStatus, Outcome, Reason, WorkerStatus
 from acta.model.rows import EventInfo, JobInfo, WorkerInfo
-from acta.request import JobRequest
+from acta.policy.job import JobPolicy
 
 __version__ = "0.1.0"
 

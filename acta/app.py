@@ -1,8 +1,10 @@
-"""``Acta``: the application object. It holds configuration and the job registry, and offers
-the producer surface (enqueue, sync and async) and the read surface (get, events, result).
+"""``Acta``: the application object. Configuration, plus a facade over the parts it composes.
 
-It owns no worker loop: ``app.worker()`` builds one. Verbs are built once (acta.ledger) and run
-through the provider's sync or async executor, so both surfaces share every line of logic.
+An application holds its settings (database, namespace, schema, clock, payload cap), a
+``Registry`` of job definitions, a lazily opened ``Ledger``, a ``Producer`` (enqueue, sync and
+async) and the read surface (``Reader``: get, jobs, events, result, workers, cancel). It owns no
+worker loop: ``app.worker()`` builds one from ``app.deployment()``, a small value the runtime is
+made of, so the runtime never sees the application.
 """
 
 from __future__ import annotations
@@ -10,32 +12,30 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
+from acta.bell import ProcessBell
 from acta.clock import Clock, SystemClock
 from acta.codec import DEFAULT_PAYLOAD_CAP
-from acta.errors import ConfigurationError, UnknownJobError, ValidationError
+from acta.definition import JobDefinition, JobRequest
+from acta.errors import ConfigurationError
 from acta.ids import JobRef
-from acta.job import JobDefinition, JobPolicy
-from acta.ledger import enqueue as enqueue_verbs
-from acta.model.rows import NewJob
+from acta.ledger.facade import Ledger
 from acta.names import validate_job_name, validate_namespace, validate_schema_name
+from acta.policy.job import JobPolicy
+from acta.producer import Producer
 from acta.provider.factory import open_provider
 from acta.provider.protocol import Provider
-from acta.reader import ReadSurface
-from acta.request import JobRequest
-from acta.runtime.bell import ProcessBell
-
-if TYPE_CHECKING:
-    from acta.runtime.worker import Worker
+from acta.reader import Reader
+from acta.registry import JobLike, Registry
+from acta.runtime.deployment import Deployment
+from acta.runtime.worker import Worker
 
 F = TypeVar("F", bound=Callable[..., Any])
-JobLike = JobDefinition[Any, Any] | str
 
 
-class Acta(ReadSurface):
+class Acta(Reader):
     """A job application: declare jobs, enqueue them, read them, run workers for them.
 
     ``database`` is a SQLite path (``jobs.db`` or ``sqlite:///jobs.db``) or a PostgreSQL URL;
@@ -57,28 +57,38 @@ class Acta(ReadSurface):
         self.schema = validate_schema_name(schema)
         self.database = database
         self.apply_migrations = apply_migrations
-        if isinstance(payload_cap, bool) or not isinstance(payload_cap, int) or payload_cap < 1:
-            raise ValidationError("payload_cap", f"got {payload_cap!r}", "a positive int of bytes")
+        self.registry = Registry(payload_cap)
         self.payload_cap = payload_cap
         self._provider_options = provider_options
-        self._clock: Clock = clock or SystemClock()
         self._provider: Provider | None = None
         self._schema_checked = False
         self._lock = threading.Lock()
-        self._definitions: dict[str, JobDefinition[Any, Any]] = {}
-        # (namespace id, definition ids) once our own committed transaction has seen them.
-        self._known: tuple[int, dict[str, int]] | None = None
         self.bell = ProcessBell()
+        self._ledger = Ledger(self._open, clock or SystemClock())
+        self.producer = Producer(self._current_ledger, self.registry, self.namespace, self.bell)
+        self.registry.bind(self.producer)
+        super().__init__(self._current_ledger, self.registry, self.namespace)
 
     # -- configuration --------------------------------------------------------------------
 
     @property
     def clock(self) -> Clock:
-        return self._clock
+        return self._ledger.clock
+
+    @property
+    def ledger(self) -> Ledger:
+        """The ledger this application reads and writes (opened on first use)."""
+        return self._ledger
+
+    def _current_ledger(self) -> Ledger:
+        return self._ledger
 
     @property
     def provider(self) -> Provider:
         """The ledger backend, opened (and schema-checked or migrated) on first use."""
+        return self._ledger.provider
+
+    def _open(self) -> Provider:
         with self._lock:
             if self._provider is None:
                 self._provider = open_provider(
@@ -95,14 +105,12 @@ class Acta(ReadSurface):
     @contextlib.contextmanager
     def bound(self, provider: Provider, clock: Clock | None = None) -> Iterator[Acta]:
         """Temporarily point this app at another ledger and clock (the test host uses it)."""
-        saved = (self._provider, self._clock, self._schema_checked, self._known)
-        self._provider, self._schema_checked, self._known = provider, True, None
-        if clock is not None:
-            self._clock = clock
+        saved = self._ledger
+        self._ledger = Ledger(provider, clock or saved.clock)
         try:
             yield self
         finally:
-            self._provider, self._clock, self._schema_checked, self._known = saved
+            self._ledger = saved
 
     def migrate(self) -> list[str]:
         """Apply pending schema migrations; returns what was applied."""
@@ -141,7 +149,7 @@ class Acta(ReadSurface):
             if not callable(handler):
                 raise ConfigurationError(f"@job({name!r}) must decorate a function")
             definition: JobDefinition[Any, Any] = JobDefinition(
-                self, name, handler, parsed, input_type=input, result_type=result
+                name, handler, parsed, input_type=input, result_type=result
             )
             return self.add(definition)
 
@@ -153,105 +161,27 @@ class Acta(ReadSurface):
         """Declare a job without a handler, for producers that only enqueue it."""
         validate_job_name(name)
         definition: JobDefinition[Any, Any] = JobDefinition(
-            self, name, None, JobPolicy.build(**policy), input_type=input, result_type=result
+            name, None, JobPolicy.build(**policy), input_type=input, result_type=result
         )
         return self.add(definition)
 
     def add(self, definition: JobDefinition[Any, Any]) -> JobDefinition[Any, Any]:
-        """Register a definition object (system jobs use this)."""
-        existing = self._definitions.get(definition.name)
-        # Only the very same object may be added again: a second declaration, even of the same
-        # handler or of two handler-less definitions, would silently replace types and policy.
-        if existing is not None and existing is not definition:
-            raise ConfigurationError(f"job {definition.name!r} is declared twice")
-        self._definitions[definition.name] = definition
-        return definition
+        """Register a definition object."""
+        return self.registry.add(definition)
 
     @property
     def definitions(self) -> Mapping[str, JobDefinition[Any, Any]]:
-        return dict(self._definitions)
+        return self.registry.definitions
 
     def definition(self, job: JobLike) -> JobDefinition[Any, Any]:
         """The registered definition for a name or definition object."""
-        name = job.name if isinstance(job, JobDefinition) else job
-        found = self._definitions.get(name) if isinstance(name, str) else None
-        if found is None:
-            known = (
-                ", ".join(sorted(n for n in self._definitions if not n.startswith("sys.")))
-                or "none"
-            )
-            raise UnknownJobError(
-                f"job {name!r} is not declared in this application (declared: {known}); "
-                "declare it with @app.job or app.define"
-            )
-        if isinstance(job, JobDefinition) and job is not found:
-            # Same name, other declaration: its input type and policy are not the ones here.
-            raise UnknownJobError(
-                f"job {name!r} was passed as a definition of another application; pass this "
-                "application's definition or the name"
-            )
-        return found
+        return self.registry.resolve(job)
 
-    # -- enqueue --------------------------------------------------------------------------
+    # -- enqueue (the producer) -----------------------------------------------------------
 
     def request(self, job: JobLike, input: object = None, **options: Any) -> JobRequest:
         """Build a validated request for ``enqueue_batch``."""
-        return JobRequest.build(self.definition(job), input, **options)
-
-    def _new_jobs(self, requests: Sequence[JobRequest]) -> tuple[list[NewJob], dict[str, JobRef]]:
-        ms = int(self.clock.now().timestamp() * 1000)
-        made = JobRef.many(ms, len(requests))
-        jobs = [
-            NewJob(
-                job_ref=text,
-                definition=r.definition.name,
-                input_codec=r.definition.input_codec.code,
-                input=r.payload,
-                priority=r.priority,
-                run_at=r.run_at,
-                delay_ms=r.delay // _MS,
-                dedup_key=r.dedup_key,
-                correlation_key=r.correlation_key,
-                tags=r.tags,
-                audit_level=r.definition.policy.audit,
-            )
-            for r, (_, text) in zip(requests, made, strict=True)
-        ]
-        return jobs, {text: ref for ref, text in made}
-
-    def _enqueue_factory(
-        self, requests: Sequence[JobRequest]
-    ) -> tuple[Callable[[], Any], dict[str, JobRef]]:
-        for r in requests:
-            if not isinstance(r, JobRequest):
-                raise ValidationError(
-                    "requests",
-                    f"got {type(r).__name__}",
-                    "JobRequest objects from job.request(...) or app.request(...)",
-                )
-            if (
-                r.definition.app is not self
-                and self._definitions.get(r.definition.name) is not r.definition
-            ):
-                raise UnknownJobError(f"job {r.definition.name!r} belongs to another application")
-        jobs, refs = self._new_jobs(requests)
-        specs = {r.definition.name: r.definition.spec() for r in requests}
-        # Ids learnt from a committed transaction of acta's own hold in a caller's transaction
-        # too (catalog rows are never deleted); a caller's transaction never teaches any, as it
-        # may still roll back.
-        known = self._known
-        now = self.clock.sql_now()
-        namespace = self.namespace
-        provider = self.provider
-        fused = "fused" in provider.features
-        channel = provider.channel if "notify" in provider.features else None
-
-        def make() -> Any:
-            return enqueue_verbs.enqueue(
-                namespace, specs, jobs, now, known, fused=fused, channel=channel
-            )
-
-        return make, refs
+        return self.producer.request(job, input, **options)
 
     def enqueue(
         self, job: JobLike, input: object = None, *, connection: object = None, **options: Any
@@ -262,57 +192,36 @@ class Acta(ReadSurface):
         back with the caller's transaction. Options: delay, not_before, priority, dedup_key,
         correlation_key, tags.
         """
-        return self.enqueue_batch([self.request(job, input, **options)], connection=connection)[0]
+        return self.producer.enqueue(job, input, connection=connection, **options)
 
     async def enqueue_async(
         self, job: JobLike, input: object = None, *, connection: object = None, **options: Any
     ) -> JobRef:
         """Async twin of ``enqueue``."""
-        refs = await self.enqueue_batch_async(
-            [self.request(job, input, **options)], connection=connection
-        )
-        return refs[0]
+        return await self.producer.enqueue_async(job, input, connection=connection, **options)
 
     def enqueue_batch(
         self, requests: Sequence[JobRequest], *, connection: object = None
     ) -> list[JobRef]:
         """Enqueue many jobs in one transaction: all of them or none."""
-        if not requests:
-            return []
-        make, refs = self._enqueue_factory(requests)
-        done = self.provider.run(make, tx=connection)
-        return self._after_enqueue(done, connection is None, refs)
+        return self.producer.enqueue_batch(requests, connection=connection)
 
     async def enqueue_batch_async(
         self, requests: Sequence[JobRequest], *, connection: object = None
     ) -> list[JobRef]:
         """Async twin of ``enqueue_batch``."""
-        if not requests:
-            return []
-        make, refs = self._enqueue_factory(requests)
-        done = await self.provider.run_async(make, tx=connection)
-        return self._after_enqueue(done, connection is None, refs)
-
-    def _after_enqueue(self, done: Any, own_tx: bool, refs: dict[str, JobRef]) -> list[JobRef]:
-        written, known = done
-        if own_tx:
-            # Committed by us, so these ids exist; later enqueues skip the catalog upserts.
-            self._known = (known[0], dict(known[1]))
-            if any(d.created for d in written):
-                self.bell.ring_all()  # wake this process's idle workers now, not at next poll
-        return [refs.get(d.job_ref) or JobRef.parse(d.job_ref) for d in written]
+        return await self.producer.enqueue_batch_async(requests, connection=connection)
 
     # -- workers --------------------------------------------------------------------------
 
+    def deployment(self) -> Deployment:
+        """What a worker of this application is built from (the ledger it uses right now)."""
+        return Deployment(self._ledger, self.registry, self.namespace, self.bell)
+
     def worker(self, **settings: Any) -> Worker:
         """Build a worker for this app's handlers (see acta.runtime.worker.Worker)."""
-        from acta.runtime.worker import Worker
-
-        return Worker(self, **settings)
+        return Worker(self.deployment(), **settings)
 
     def run_worker(self, **settings: Any) -> None:
         """Run a worker in the foreground until SIGINT or SIGTERM, then shut down gracefully."""
         self.worker(**settings).run_forever()
-
-
-_MS = timedelta(milliseconds=1)

@@ -145,3 +145,9 @@ class ManualClock:
 def wall_milliseconds() -> int:
     """Milliseconds since the Unix epoch from the OS clock (used for UUIDv7 identities)."""
     return time.time_ns() // 1_000_000
+
+
+def perf_seconds() -> float:
+    """A high-resolution real-time counter in seconds, for measuring how long I/O took (the
+    ledger's observation hooks); never for deciding anything."""
+    return time.perf_counter()

@@ -1,53 +1,47 @@
 """The read and control surface of an application: look jobs up, list them, read their events
 and results, and cancel them. Sync and async twins run the same verbs.
 
-Mixed into ``Acta``; it relies on ``self.provider``, ``self.namespace``, ``self.clock`` and the
-registry for decoding results into their declared types.
+A ``Reader`` is built from the ledger it reads (a callable, so an application can point it at
+another ledger), the registry (to decode results into their declared types) and the namespace.
+Every filter is checked before a statement runs: a bad one is a ValidationError, the same on
+every provider.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from acta.codec import codecs
 from acta.errors import JobNotFoundError, ValidationError
 from acta.ids import JobRef
 from acta.ledger import read
 from acta.ledger.control import cancel
+from acta.ledger.facade import Ledger
 from acta.model.codes import JobStatus
 from acta.model.rows import EventInfo, JobInfo, WorkerInfo
+from acta.names import validate_job_name
 from acta.provider.verb import Verb
+from acta.registry import Registry
 from acta.shape import from_data
-
-if TYPE_CHECKING:
-    from acta.clock import Clock
-    from acta.job import JobDefinition
-    from acta.provider.protocol import Provider
 
 T = TypeVar("T")
 MAX_PAGE = 1000
 
 
-class ReadSurface:
-    """Reads and operator controls over the ledger."""
+class Reader:
+    """Reads and operator controls over the ledger ``ledger()`` returns."""
 
-    namespace: str
-    _definitions: dict[str, JobDefinition[Any, Any]]
-
-    if TYPE_CHECKING:
-
-        @property
-        def provider(self) -> Provider: ...
-
-        @property
-        def clock(self) -> Clock: ...
+    def __init__(self, ledger: Callable[[], Ledger], registry: Registry, namespace: str) -> None:
+        self._read_ledger = ledger
+        self._registry = registry
+        self.namespace = namespace
 
     def _run(self, make: Callable[[], Verb[T]]) -> T:
-        return self.provider.run(make)
+        return self._read_ledger().run(make, name="read")
 
     async def _run_async(self, make: Callable[[], Verb[T]]) -> T:
-        return await self.provider.run_async(make)
+        return await self._read_ledger().run_async(make, name="read")
 
     # -- jobs -----------------------------------------------------------------------------
 
@@ -99,6 +93,15 @@ class ReadSurface:
     ) -> dict[str, Any]:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
             raise ValidationError("limit", f"got {limit!r}", f"an int from 1 to {MAX_PAGE}")
+        if before is not None and (
+            isinstance(before, bool) or not isinstance(before, int) or before < 1
+        ):
+            raise ValidationError("before", f"got {before!r:.80}", "a job_id (an int >= 1)")
+        if name is not None:
+            validate_job_name(name, allow_system=True)
+        for flag, value in (("include_system", include_system), ("all_namespaces", all_namespaces)):
+            if not isinstance(value, bool):
+                raise ValidationError(flag, f"got {value!r:.80}", "True or False")
         return {
             "namespace": None if all_namespaces else self.namespace,
             "status": parse_status(status),
@@ -135,7 +138,7 @@ class ReadSurface:
             return None
         code, body = stored
         value = codecs.by_code(code).decode(body)
-        definition = self._definitions.get(info.name)
+        definition = self._registry.get(info.name)
         if definition is not None and definition.result_type is not None:
             return from_data(value, definition.result_type, "result")
         return value
@@ -155,13 +158,13 @@ class ReadSurface:
     def cancel(self, ref: JobRef | str, reason: str = "cancelled by an operator") -> JobStatus:
         """Cancel a job. A waiting job is cancelled now; a running one is asked to stop and is
         cancelled when its run ends. Returns the status after the call."""
-        key, ns, now = str(JobRef.coerce(ref)), self.namespace, self.clock.sql_now()
+        key, ns, now = str(JobRef.coerce(ref)), self.namespace, self._read_ledger().now()
         return self._run(lambda: cancel(key, ns, reason, now))
 
     async def cancel_async(
         self, ref: JobRef | str, reason: str = "cancelled by an operator"
     ) -> JobStatus:
-        key, ns, now = str(JobRef.coerce(ref)), self.namespace, self.clock.sql_now()
+        key, ns, now = str(JobRef.coerce(ref)), self.namespace, self._read_ledger().now()
         return await self._run_async(lambda: cancel(key, ns, reason, now))
 
 

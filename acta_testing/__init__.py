@@ -15,8 +15,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from acta.runtime.run import TickOutcome
-    from acta_testing.host import AsyncHost, Host, HostError
+    from acta_testing.host import AsyncHost, Host, HostError, TickOutcome
     from acta_testing.schemas import LedgerLocation, ledger_location
 
 __all__ = ["AsyncHost", "Host", "HostError", "LedgerLocation", "TickOutcome", "ledger_location"]
@@ -27,7 +26,7 @@ _HOME = {
     "HostError": "acta_testing.host",
     "LedgerLocation": "acta_testing.schemas",
     "ledger_location": "acta_testing.schemas",
-    "TickOutcome": "acta.runtime.run",
+    "TickOutcome": "acta_testing.host",
 }
 
 

@@ -16,6 +16,7 @@ import functools
 import threading
 from collections.abc import Coroutine
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Any, TypeVar
 
 from acta.app import Acta
@@ -24,12 +25,26 @@ from acta.duration import parse_duration
 from acta.ledger import read
 from acta.model.rows import EventInfo, JobInfo
 from acta.provider.protocol import Provider
-from acta.runtime.run import TickOutcome
+from acta.runtime.system_jobs import SYSTEM_JOBS
 from acta.runtime.worker import Worker
 
 T = TypeVar("T")
 DEFAULT_MAX_TICKS = 10_000
 SYSTEM_RUNS_PER_TICK = 100
+
+
+class TickOutcome(StrEnum):
+    """What one tick (one claim and one run) did: nothing, or how the run ended."""
+
+    NOTHING_CLAIMED = "nothing-claimed"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    REARMED = "rearmed"
+    CANCELLED = "cancelled"
+    LEASE_LOST = "lease-lost"
+    KILLED = "killed"
+    LEFT_LEASED = "left-leased"
+    """Shutdown could not hand the job back: its sync handler's thread was still running."""
 
 
 class HostError(AssertionError):
@@ -48,6 +63,8 @@ class AsyncHost:
         self._settings = worker_settings
         self._binding = app.bound(provider, clock)
         self._binding.__enter__()
+        self.deployment = app.deployment()
+        self._stopping: set[asyncio.Future[None]] = set()
         self.workers: list[Worker] = [self._new_worker()]
         self.closed = False
 
@@ -55,7 +72,7 @@ class AsyncHost:
         # A settle the database refuses raises from tick() here instead of waiting on a clock
         # that only the (blocked) test could move; pass retry_settles=True to test the wait.
         return Worker(
-            self.app,
+            self.deployment,
             clock=self.clock,
             seed=len(getattr(self, "workers", ())),
             **{"retry_settles": False, **self._settings, **settings},
@@ -82,9 +99,11 @@ class AsyncHost:
         the outcome is that of the one user job run, or nothing-claimed."""
         chosen = worker or self.worker
         for _ in range(SYSTEM_RUNS_PER_TICK):
-            outcome, name = await chosen.run_one()
-            if name is None or chosen.system_job(name) is None:
-                return outcome
+            ended, name = await chosen.run_one()
+            if ended is None or name is None:
+                return TickOutcome.NOTHING_CLAIMED
+            if name not in SYSTEM_JOBS:
+                return TickOutcome(ended.value)
         raise HostError(f"system jobs kept running for {SYSTEM_RUNS_PER_TICK} claims in one tick")
 
     async def advance(self, duration: str | float | timedelta) -> datetime:
@@ -94,15 +113,13 @@ class AsyncHost:
         target = self.clock.now() + step
         while True:
             live = [w for w in self.workers if w.registered and not w.killed and not w.paused]
-            due = [w._heartbeat_loop.due for w in live]
+            due = [w.next_heartbeat for w in live]
             if not due or min(due) > target:
                 break
             instant = max(min(due), self.clock.now())
             self.clock.set(instant)
             for w in live:
-                if w._heartbeat_loop.due <= instant:
-                    w._heartbeat_loop.due = instant + w.heartbeat
-                    await w.beat()
+                await w.heartbeat_due(instant)
         self.clock.set(max(target, self.clock.now()))
         return self.clock.now()
 
@@ -128,7 +145,7 @@ class AsyncHost:
                 runs += 1
                 continue
             ns = chosen.namespace_id
-            unfinished, next_due, next_lease = await self.provider.run_async(
+            unfinished, next_due, next_lease = await self.deployment.ledger.run_async(
                 functools.partial(read.pending_work, ns)
             )
             if unfinished == 0:
@@ -138,7 +155,9 @@ class AsyncHost:
                 target = next_due
             elif next_due is not None or next_lease is not None:
                 # Due but unclaimable here, or held by a silent worker: recovery must run.
-                any_due = await self.provider.run_async(functools.partial(read.next_due, ns))
+                any_due = await self.deployment.ledger.run_async(
+                    functools.partial(read.next_due, ns)
+                )
                 if any_due is None or any_due <= now:
                     raise HostError(
                         f"{unfinished} job(s) are due or leased but worker "
@@ -158,8 +177,14 @@ class AsyncHost:
 
     async def stop(self, worker: Worker | None = None) -> None:
         """Shut the worker down gracefully (SIGTERM): it stops claiming, hands back any run
-        still in flight (when called from inside a handler) and marks itself stopped."""
-        await (worker or self.worker).shutdown()
+        still in flight (when called from inside a handler) and marks itself stopped.
+
+        The shutdown runs as a task of its own: awaited from inside an async handler, the
+        handler is cancelled by that very shutdown, and must not cancel the shutdown with it."""
+        shutdown = asyncio.ensure_future((worker or self.worker).shutdown())
+        self._stopping.add(shutdown)
+        shutdown.add_done_callback(self._stopping.discard)
+        await asyncio.shield(shutdown)
 
     def pause(self, worker: Worker | None = None) -> None:
         """Freeze the worker's heartbeats (SIGSTOP): its runs continue, its leases lapse."""
@@ -184,13 +209,21 @@ class AsyncHost:
         """The job's timeline as event names, for compact assertions."""
         return [e.code.label for e in await self.events(ref)]
 
-    async def aclose(self) -> None:
+    def release(self) -> None:
+        """Unbind the application and stop the workers' thread pools (no await needed)."""
         if self.closed:
             return
         self.closed = True
         for w in self.workers:
             w.threads.shutdown(wait=False)
         self._binding.__exit__(None, None, None)
+
+    async def aclose(self) -> None:
+        if self.closed:
+            return
+        if self._stopping:
+            await asyncio.wait(set(self._stopping))
+        self.release()
         # Server providers keep an async pool on this loop; release it while the loop still
         # runs (the provider reopens lazily if the ledger is used again).
         await self.provider.aclose()

@@ -171,10 +171,7 @@ def acta_async_host(
     host = AsyncHost(acta_app, acta_provider, acta_clock)
     _remember(request, host)
     yield host
-    host.closed = True
-    host._binding.__exit__(None, None, None)
-    for worker in host.workers:
-        worker.threads.shutdown(wait=False)
+    host.release()
 
 
 @pytest.hookimpl(trylast=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 
 from acta import Acta, EventCode, JobStatus, Outcome, WorkerStatus
 from acta.clock import ManualClock
@@ -84,10 +85,15 @@ async def test_shutdown_leaves_a_job_leased_while_its_thread_runs(
     assert await asyncio.to_thread(entered.wait, 30)
     stopping.set()
     for _ in range(10_000):  # until shutdown has fixed its grace deadline
-        if not leaving._claim_loop.enabled:
+        if not leaving.claiming:
             break
         await asyncio.sleep(0)
+    # Past the shutdown grace: the worker stops the run, whose handler race gives the
+    # thread its cancel grace (on the test clock); then past that grace too.
     acta_clock.advance("6s")
+    await _until(lambda: all(run.grace_from is not None for run in leaving.runs.values()))
+    acta_clock.advance("1s")
+    await _until(lambda: not leaving.tasks)
     await serving
 
     job = await acta_app.get_async(ref)
@@ -105,3 +111,12 @@ async def test_shutdown_leaves_a_job_leased_while_its_thread_runs(
     codes = [e.code for e in await acta_app.events_async(ref)]
     assert EventCode.LEASE_LOST in codes
     assert (await acta_app.get_async(ref)).status is JobStatus.SUCCEEDED
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    """Let the event loop run until ``condition`` holds (no time passes on any clock)."""
+    for _ in range(100_000):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the worker did not get there")

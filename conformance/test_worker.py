@@ -34,7 +34,7 @@ def _shutting_down(worker: Any) -> Callable[[], Awaitable[bool]]:
     in the same step)."""
 
     async def entered() -> bool:
-        return not worker._claim_loop.enabled
+        return not worker.claiming
 
     return entered
 
@@ -161,7 +161,7 @@ async def test_worker_without_the_handler_hands_back_and_skips(
         worker = new_build.worker(clock=acta_clock)
         outcome, name = await worker.run_one()
         assert (outcome, name) == ("rearmed", "legacy-report")
-        assert (await worker.run_one())[0] == "nothing-claimed"  # it no longer claims it
+        assert (await worker.run_one())[0] is None  # it no longer claims it
         job = await new_build.get_async(ref)
         assert job.status is JobStatus.READY and job.attempts == 0 and job.executions == 0
         events = await new_build.events_async(ref)
@@ -182,7 +182,7 @@ async def test_enqueue_in_process_wakes_an_idle_worker(app: Acta, acta_clock: Ma
     serving = asyncio.create_task(worker.serve(stopping))
 
     async def idle() -> bool:  # registered, found nothing, next poll ten minutes away
-        return worker.registered and worker._claim_loop.due > acta_clock.now()
+        return worker.registered and worker.next_claim > acta_clock.now()
 
     await _until(idle, acta_clock)
     ref = await ping.enqueue_async()

@@ -184,3 +184,16 @@ def claim(
     started = yield from start_many(items, worker_id, now, fused)
     by_id = {job.job_id: s for job, s in zip(starting, started, strict=True)}
     return [(job, by_id.get(job.job_id)) for job in claimed]
+
+
+def claim_job(
+    worker_id: int, job_id: int, lease_ms: int, now: datetime | None
+) -> Verb[Claimed | None]:
+    """Lease one given job if it is ready and due: a busy worker taking a system job."""
+    leased = yield fetch_all(
+        "claim_job", {"now": now, "worker_id": worker_id, "job_id": job_id, "lease_ms": lease_ms}
+    )
+    if not leased:
+        return None
+    rows = yield fetch_all("claimed_jobs", {"job_ids": json.dumps([leased[0]["job_id"]])})
+    return _claimed(rows[0])

@@ -2,9 +2,8 @@
 
 ``apply_transition`` is the one compare-and-set every settle, hand-back, recovery and operator
 change uses: read the row under its guard, write the new state and the events, or, when the
-guard fails, change nothing and record the refused write. Recovery decides here what a lapsed
-lease means: a started run that lost its worker counts as an attempt; a job that was only
-dispatched goes back untouched.
+guard fails, change nothing and record the refused write. What recovery does with a lapsed lease is
+decided in ``acta.policy.recovery``.
 """
 
 from __future__ import annotations
@@ -15,9 +14,9 @@ from datetime import datetime
 from typing import Any
 
 from acta.ledger.enqueue import event_params
-from acta.model.codes import AuditLevel, EventCode, JobStatus, Reason, audited
+from acta.model.codes import AuditLevel, EventCode, JobStatus, Reason
 from acta.model.rows import EventRecord, LapsedLease, RecoveryReport, Transition
-from acta.names import SYSTEM_PREFIX
+from acta.policy.recovery import recovery_transition
 from acta.provider.verb import Verb, execute, execute_many, fetch_all, fetch_one
 
 RECOVERY_BATCH = 500
@@ -96,51 +95,6 @@ def _event(plan: Transition, e: EventRecord, now: datetime | None) -> dict[str, 
     )
 
 
-def recovery_transition(lapsed: LapsedLease) -> Transition:
-    """What recovery does with one lapsed lease (policy, no I/O)."""
-    level = lapsed.audit_level
-    started = lapsed.status is JobStatus.EXECUTING
-    events = [
-        EventRecord(
-            EventCode.LEASE_LOST,
-            execution=lapsed.executions if started else None,
-            reason=Reason.LEASE_EXPIRED,
-            message="the worker holding the lease stopped renewing it",
-        )
-    ]
-    # acta's own sys.* jobs are recurring slots that keep the ledger alive (recovery among
-    # them): a lost run re-arms them without spending attempts, so no number of crashes over
-    # a ledger's life can ever fail one for good.
-    charge = 1 if started and not lapsed.name.startswith(SYSTEM_PREFIX) else 0
-    status = JobStatus.READY
-    if charge and lapsed.attempts + charge >= lapsed.max_attempts:
-        status = JobStatus.FAILED
-        if audited(level, EventCode.FAILED):
-            events.append(
-                EventRecord(
-                    EventCode.FAILED,
-                    execution=lapsed.executions,
-                    reason=Reason.ATTEMPTS_EXHAUSTED,
-                    message=f"lost its worker on attempt {lapsed.attempts + 1} of "
-                    f"{lapsed.max_attempts}",
-                )
-            )
-    return Transition(
-        job_id=lapsed.job_id,
-        job_ref=lapsed.job_ref,
-        namespace_id=lapsed.namespace_id,
-        epoch=lapsed.epoch,
-        expect=(JobStatus.DISPATCHED, JobStatus.EXECUTING),
-        status=status,
-        # The events name the worker whose lease lapsed: the one that lost the execution.
-        worker_id=lapsed.owner,
-        lapsed=True,
-        delay_ms=0 if status is JobStatus.READY else None,
-        charge=charge,
-        events=tuple(events),
-    )
-
-
 def lapsed_from_row(row: dict[str, Any]) -> LapsedLease:
     return LapsedLease(
         job_id=row["job_id"],
@@ -199,11 +153,6 @@ def request_cancel(job_id: int, epoch: int, now: datetime | None) -> Verb[bool]:
     """Flag a running job for cancellation; its worker stops it at the next heartbeat."""
     changed = yield execute("request_cancel", {"now": now, "job_id": job_id, "epoch": epoch})
     return bool(changed)
-
-
-def audit_events(level: AuditLevel, events: list[EventRecord]) -> tuple[EventRecord, ...]:
-    """Keep the events a definition's audit level writes."""
-    return tuple(e for e in events if audited(level, e.code, e.outcome))
 
 
 def apply_transitions(

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from acta.ledger.enqueue import enqueue, ensure_definitions, event_params
-from acta.ledger.transition import apply_transition, lapsed_from_row, recovery_transition
+from acta.ledger.transition import apply_transition, lapsed_from_row
 from acta.model.codes import EventCode, Reason
 from acta.model.rows import (
     DefinitionSpec,
@@ -21,6 +21,7 @@ from acta.model.rows import (
     Registration,
     WorkerSpec,
 )
+from acta.policy.recovery import recovery_transition
 from acta.provider.verb import Verb, execute, fetch_all, fetch_one
 
 RECOVERY_JOB = "sys.recovery"

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from acta.provider.verb import Verb
 
 if TYPE_CHECKING:
+    from acta.bell import Bell
     from acta.clock import Clock
-    from acta.runtime.bell import Bell
 
 T = TypeVar("T")
 

@@ -14,19 +14,15 @@ import concurrent.futures
 import os
 import traceback
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from acta.codec import check_size, codecs
 from acta.context import JobCancelledError, JobContext
+from acta.definition import JobDefinition
 from acta.model.rows import Claimed
+from acta.runtime.environment import RunEnv
 from acta.runtime.run import Run, Stop
-from acta.shape import from_data, to_data
-
-if TYPE_CHECKING:
-    from acta.job import JobDefinition
-    from acta.runtime.worker import Worker
-
-# How long a cancelled async handler gets to unwind before the worker settles without it.
-CANCEL_GRACE_SECONDS = 1.0
+from acta.shape import codec_for, from_data, to_data
 
 
 class HandlerMisbehaved(Exception):
@@ -61,7 +57,7 @@ class Interrupted(Exception):
 
 
 async def invoke(
-    worker: Worker,
+    env: RunEnv,
     run: Run,
     definition: JobDefinition[Any, Any] | None,
     context: Callable[[], JobContext],
@@ -72,11 +68,11 @@ async def invoke(
     the JobContext, only for handlers that take one."""
     loop = asyncio.get_running_loop()
     # The deadline is fixed before the handler starts: a thread can move the test clock.
-    deadline = None if limit is None else worker.clock.now() + limit
+    deadline = None if limit is None else env.clock.now() + limit
     handler: asyncio.Future[Any]
     thread: concurrent.futures.Future[Any] | None = None
     if definition is None:  # a system job: ``value`` is its coroutine function
-        handler = asyncio.ensure_future(_contained(value(worker, context())))
+        handler = asyncio.ensure_future(_contained(value(env, context())))
     else:
         args, kwargs = _arguments(definition, value, context)
         target: Callable[..., Any] | None = definition.handler
@@ -84,7 +80,7 @@ async def invoke(
         if definition.is_async:
             handler = asyncio.ensure_future(_contained(target(*args, **kwargs)))
         else:
-            thread = worker.threads.submit(_call_contained, target, args, kwargs)
+            thread = env.threads.submit(_call_contained, target, args, kwargs)
             handler = asyncio.wrap_future(thread, loop=loop)
     # One future that the first finisher completes: the handler, a stop request, the deadline.
     # (Callbacks, not a task per racer: this runs once per job on the hot path.)
@@ -98,7 +94,7 @@ async def invoke(
     run.watch(wake)
     timer = None
     if deadline is not None:
-        timer = asyncio.ensure_future(worker.clock.sleep_until(deadline))
+        timer = asyncio.ensure_future(env.clock.sleep_until(deadline))
         timer.add_done_callback(wake)
     try:
         await first
@@ -108,7 +104,7 @@ async def invoke(
             timer.cancel()
     # The clock decides a timeout, not the order in which the racers' callbacks happened to
     # run: a handler that returns at or after its deadline timed out; its late value is dropped.
-    in_time = deadline is None or worker.clock.now() < deadline
+    in_time = deadline is None or env.clock.now() < deadline
     if handler.done() and run.stop_reason is None and in_time:
         if handler.cancelled():  # nobody asked it to stop: the handler cancelled itself
             raise HandlerMisbehaved(
@@ -120,11 +116,15 @@ async def invoke(
     if not handler.done():
         if thread is not None:
             run.thread = thread
-            worker.slots.abandon(thread, run)
+            env.slots.abandon(thread, run)
         handler.cancel()  # interrupts async handlers; a thread keeps running, flagged
-        await asyncio.wait({handler}, timeout=CANCEL_GRACE_SECONDS)
-    if handler.done() and not handler.cancelled():
-        handler.exception()  # retrieved so asyncio does not log it as never retrieved
+    # A timed-out handler's grace runs from its deadline, a stopped one's from now; either
+    # way on the worker's clock, so a test clock decides it.
+    if reason is Stop.TIMEOUT and deadline is not None:
+        since = deadline
+    else:
+        since = run.grace_from = env.clock.now()
+    await env.within_grace(handler, since)
     raise Interrupted(reason)
 
 
@@ -137,29 +137,25 @@ def _arguments(
 
 
 def decode_input(definition: JobDefinition[Any, Any], job: Claimed) -> Any:
-    from acta.codec import codecs
-
     data = codecs.by_code(job.input_codec).decode(job.input)
     return from_data(data, definition.input_type, "input")
 
 
-def encode_result(definition: JobDefinition[Any, Any], value: Any) -> tuple[int, bytes] | None:
+def encode_result(
+    definition: JobDefinition[Any, Any], value: Any, payload_cap: int
+) -> tuple[int, bytes] | None:
     if value is None:
         return None
-    from acta.codec import check_size
-
     tp = definition.result_type if definition.result_type is not None else Any
     data = to_data(value, tp, "result")
     codec = (
         definition.result_codec if definition.result_type is not None else _codec_for_value(value)
     )
     body = codec.encode(data)
-    return codec.code, check_size(body, definition.app.payload_cap, "result")
+    return codec.code, check_size(body, payload_cap, "result")
 
 
 def _codec_for_value(value: Any) -> Any:
-    from acta.shape import codec_for
-
     return codec_for(type(value) if isinstance(value, str | bytes) else Any)
 
 

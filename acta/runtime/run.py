@@ -1,5 +1,5 @@
-"""A run: one job this worker holds from claim to settle, why it may be stopped, and what one
-claim-and-run did (the outcome the test host reports)."""
+"""A run: one job this worker holds from claim to settle, why it may be stopped, and how it
+ended."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import asyncio
 import concurrent.futures
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -14,10 +15,9 @@ from acta.context import Cancellation
 from acta.model.rows import Claimed, Started
 
 
-class TickOutcome(StrEnum):
-    """What one claim-and-run did to the job."""
+class RunEnd(StrEnum):
+    """How a run ended, for the job it held."""
 
-    NOTHING_CLAIMED = "nothing-claimed"
     COMPLETED = "completed"
     FAILED = "failed"
     REARMED = "rearmed"
@@ -57,6 +57,9 @@ class Run:
     _on_stop: Callable[[], None] | None = None
     thread: concurrent.futures.Future[Any] | None = None
     """A sync handler's thread that outlived its run (timeout or stop) and still runs."""
+    grace_from: datetime | None = None
+    """When the stopped handler's cancel grace began (one grace per stop, however many
+    places wait on it)."""
 
     def stop(self, reason: Stop) -> None:
         if self.stop_reason is None:

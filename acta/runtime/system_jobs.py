@@ -12,17 +12,15 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from acta.context import JobContext
-from acta.job import JobDefinition, JobPolicy
+from acta.definition import JobDefinition
 from acta.ledger.transition import recover
 from acta.ledger.worker import RECOVERY_JOB
 from acta.model.codes import AuditLevel
-
-if TYPE_CHECKING:
-    from acta.app import Acta
-    from acta.runtime.worker import Worker
+from acta.policy.job import JobPolicy
+from acta.runtime.environment import RunEnv
 
 log = logging.getLogger("acta.recovery")
 
@@ -34,12 +32,13 @@ class SystemJob:
     """A recurring job acta runs for itself."""
 
     definition: JobDefinition[Any, Any]
-    run: Callable[[Worker, JobContext], Awaitable[Any]]
-    every: Callable[[Worker], timedelta]
+    run: Callable[[RunEnv, JobContext], Awaitable[Any]]
+    every: Callable[[RunEnv], timedelta]
 
 
-async def run_recovery(worker: Worker, ctx: JobContext) -> None:
-    report = await worker.write(lambda: recover(worker.namespace_id, worker.now()))
+async def run_recovery(env: RunEnv, ctx: JobContext) -> None:
+    ledger, namespace_id = env.ledger, env.identity.namespace_id
+    report = await ledger.run_async(lambda: recover(namespace_id, ledger.now()), name="recover")
     if report.dead_workers or report.recovered or report.failed:
         log.warning(
             "recovery: %d dead workers, %d jobs returned to ready, %d failed after losing their "
@@ -50,8 +49,11 @@ async def run_recovery(worker: Worker, ctx: JobContext) -> None:
         )
 
 
-def system_jobs(app: Acta) -> dict[str, SystemJob]:
-    """The system jobs a worker of ``app`` runs, by name."""
+def _system_jobs() -> dict[str, SystemJob]:
     policy = JobPolicy(max_attempts=1000, priority=SYSTEM_PRIORITY, audit=AuditLevel.FAILURES)
-    recovery: JobDefinition[Any, Any] = JobDefinition(app, RECOVERY_JOB, None, policy, system=True)
-    return {RECOVERY_JOB: SystemJob(recovery, run_recovery, lambda worker: worker.heartbeat)}
+    recovery: JobDefinition[Any, Any] = JobDefinition(RECOVERY_JOB, None, policy, system=True)
+    return {RECOVERY_JOB: SystemJob(recovery, run_recovery, lambda env: env.heartbeat)}
+
+
+SYSTEM_JOBS = _system_jobs()
+"""The system jobs every worker runs, by name (their definitions belong to no application)."""

@@ -1,9 +1,12 @@
-"""A worker: one process incarnation that claims and runs jobs of its application's namespace.
+"""A worker: one process incarnation that claims and runs jobs of one namespace.
 
-It is a set of loops on the tick scheduler: heartbeat (renew held leases, learn of lost ones and
-cancel requests) and claim (lease due jobs for free executors, run each as a task). Production
-calls ``serve``/``run_forever``; the test host calls ``run_one`` and ``beat`` itself. A worker
-declared dead by recovery never writes again under that identity: it registers anew.
+The worker is a composition root. It is built from a ``Deployment`` (never from the
+application) and wires small parts together: the claimer (leases due jobs), the heartbeat
+(renews held leases, learns of lost ones and cancel requests), the committer (group-commits
+starts and settles) and the run environment each run gets. Its loops run on the tick
+scheduler: production calls ``serve``/``run_forever``; the test host calls ``run_one`` and
+``heartbeat_due`` itself. A worker declared dead never writes again under that identity: it
+registers anew.
 """
 
 from __future__ import annotations
@@ -13,218 +16,212 @@ import logging
 import os
 import random
 import signal
-import socket
-from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol
 
+from acta.bell import Bell
 from acta.clock import Clock
-from acta.duration import parse_duration
-from acta.errors import ValidationError
+from acta.errors import DatabaseUnavailableError
 from acta.ids import JobRef, new_incarnation
-from acta.ledger.claim import claim, start_many
-from acta.ledger.transition import apply_transitions
-from acta.ledger.worker import RECOVERY_JOB, heartbeat, register, stop
-from acta.model.codes import EventCode, JobStatus, audited
-from acta.model.rows import Claimed, Heartbeat, NewJob, Started, Transition, WorkerSpec
-from acta.provider.verb import Verb
-from acta.runtime.batcher import GroupCommit
-from acta.runtime.bell import Bell
-from acta.runtime.executor import execute
-from acta.runtime.run import Run, Stop, TickOutcome
+from acta.ledger.worker import RECOVERY_JOB, register, stop
+from acta.model.rows import Heartbeat, NewJob, WorkerSpec
+from acta.runtime.claimer import Claimer
+from acta.runtime.committer import Committer, Identity
+from acta.runtime.deployment import Deployment
+from acta.runtime.environment import CANCEL_GRACE, RunEnv
+from acta.runtime.execution import execute
+from acta.runtime.heartbeat import Heartbeats
+from acta.runtime.run import Run, RunEnd, Stop
 from acta.runtime.scheduler import Scheduler
+from acta.runtime.settings import WorkerSettings
 from acta.runtime.slots import Slots
-from acta.runtime.system_jobs import SystemJob, system_jobs
+from acta.runtime.system_jobs import SYSTEM_JOBS
 
-if TYPE_CHECKING:
-    from acta.app import Acta
-
-T = TypeVar("T")
 log = logging.getLogger("acta.worker")
-
-LEASE_BEATS = 4
-# Both start what they claim for free executors in the claim's own commit; buffered also
-# claims one batch ahead, started later as executors free up; direct claims only for free ones.
-PROFILES = ("buffered", "direct")
-DEAD_BEATS = 7
+_MS = timedelta(milliseconds=1)
+# Registering while the database is away is tried again, backing off up to this.
+STARTUP_RETRY_FIRST = timedelta(milliseconds=500)
+STARTUP_RETRY_MAX = timedelta(seconds=10)
 
 
-def _positive(value: Any, field: str, low: float, high: float) -> timedelta:
-    td = parse_duration(value, field=field)
-    if not low <= td.total_seconds() <= high:
-        raise ValidationError(
-            field, f"got {td.total_seconds():g} s", f"between {low:g} s and {high:g} s"
-        )
-    return td
+class HasDeployment(Protocol):
+    """Anything that can say what a worker is built from (an ``Acta`` application)."""
 
-
-def _host_name(host: object) -> str:
-    """An explicit host label is shown to operators and stored: printable text, 1 to 100."""
-    if not isinstance(host, str) or not 1 <= len(host) <= 100 or not host.isprintable():
-        raise ValidationError("host", f"got {host!r:.80}", "1 to 100 printable characters")
-    return host
+    def deployment(self) -> Deployment: ...
 
 
 class Worker:
-    """Claims and runs the jobs of ``app.namespace`` with ``executors`` concurrent runs.
+    """Claims and runs the jobs of one namespace with ``executors`` concurrent runs.
 
     ``heartbeat`` is the one liveness setting: the lease is four heartbeats and a worker silent
-    for seven is dead, by construction, so peers that agree on it agree on everything.
+    for seven is dead. ``clock`` overrides the deployment's (both the instants the worker
+    reasons with and the ``:now`` it binds). Other settings: ``WorkerSettings``.
     """
 
     def __init__(
         self,
-        app: Acta,
+        deployment: Deployment | HasDeployment,
         *,
-        executors: int = 10,
-        profile: str = "buffered",
-        listen: bool = True,
-        heartbeat: str | float | timedelta = 45,
-        poll: str | float | timedelta = 1,
-        shutdown_grace: str | float | timedelta = 30,
         clock: Clock | None = None,
         seed: int | None = None,
-        host: str | None = None,
-        retry_settles: bool = True,
+        **settings: Any,
     ) -> None:
-        if (
-            isinstance(executors, bool)
-            or not isinstance(executors, int)
-            or not 1 <= executors <= 1000
-        ):
-            raise ValidationError("executors", f"got {executors!r}", "an int from 1 to 1000")
-        if profile not in PROFILES:
-            raise ValidationError("profile", f"got {profile!r}", "'buffered' or 'direct'")
-        self.profile = profile
-        # Keep a finished run's outcome and retry its settle while the database is away
-        # (production); the test hosts turn it off so a simulated outage raises from tick().
-        self.retry_settles = bool(retry_settles)
-        # Claimed-ahead runs: buffered workers keep up to one batch leased and waiting; direct
-        # ones start what they claim, so they claim only for free executors.
-        self.prefetch = executors if profile == "buffered" else 0
-        self.app = app
-        self.clock: Clock = clock or app.clock
-        self.executors = executors
-        self.heartbeat = _positive(heartbeat, "heartbeat", 0.05, 3600)
-        self.lease = self.heartbeat * LEASE_BEATS
-        self.dead_after = self.heartbeat * DEAD_BEATS
-        self.poll = _positive(poll, "poll", 0.01, 600)
-        self.shutdown_grace = parse_duration(
-            shutdown_grace, field="shutdown_grace", allow_zero=True
-        )
-        self.host = _host_name(host) if host is not None else socket.gethostname()[:100]
-        self.rng = random.Random(seed)
-        self.threads = ThreadPoolExecutor(max_workers=executors, thread_name_prefix="acta-handler")
+        if not isinstance(deployment, Deployment):
+            deployment = deployment.deployment()
+        self.settings = WorkerSettings.build(**settings)
+        ledger = deployment.ledger if clock is None else deployment.ledger.with_clock(clock)
+        self.deployment = deployment
+        self.ledger = ledger
+        self.clock: Clock = ledger.clock
+        self.namespace = deployment.namespace
+        self.identity = Identity()
         self.runs: dict[int, Run] = {}
-        self.slots = Slots(executors, on_free=self.wake)
-        self._registering = asyncio.Lock()
-        # Set when unfinished runs are given up (shutdown past its grace, or a kill): settles
-        # waiting for the database to come back stop waiting.
-        self.giving_up = asyncio.Event()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self.tasks: set[asyncio.Task[TickOutcome]] = set()
-        self.skipped: set[int] = set()
-        self.killed = False
-        self.paused = False
-        self.incarnation = ""
-        self.worker_id = 0
-        self.namespace_id = 0
-        self.recovery_job_id = 0
-        self._system = system_jobs(app)
-        self._definition_ids: dict[str, int] = {}
-        self._startable: tuple[frozenset[int], frozenset[int]] | None = None
+        self.tasks: set[asyncio.Task[RunEnd]] = set()
         self.bells: list[Bell] = []
-        # Whether to use the database's bell (LISTEN/NOTIFY) when the provider has one; polling
-        # stays the truth either way.
-        self.listen = listen
-        self.scheduler = Scheduler(self.clock)
-        self._starts: GroupCommit[tuple[Claimed, bool], Started | None] = GroupCommit(
-            self._start_batch
+        self.paused = False
+        executors = self.settings.executors
+        self.threads = ThreadPoolExecutor(max_workers=executors, thread_name_prefix="acta-handler")
+        self.slots = Slots(executors, on_free=self.wake)
+        self.env = RunEnv(
+            ledger=ledger,
+            registry=deployment.registry,
+            clock=self.clock,
+            identity=self.identity,
+            committer=Committer(ledger, self.identity),
+            slots=self.slots,
+            threads=self.threads,
+            rng=random.Random(seed),
+            heartbeat=self.settings.heartbeat,
+            retry_settles=self.settings.retry_settles,
         )
-        self._settles: GroupCommit[Transition, JobStatus | None] = GroupCommit(self._settle_batch)
+        self.claimer = Claimer(
+            ledger, deployment.registry, self.identity, self.lease, self.env.skipped
+        )
+        self.heartbeats = Heartbeats(ledger, self.identity, self.lease, self.runs, self.register)
+        self._registering = asyncio.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.scheduler = Scheduler(self.clock)
         self._heartbeat_loop = self.scheduler.add("heartbeat", self._heartbeat_step)
         self._claim_loop = self.scheduler.add("claim", self._claim_step)
 
-    # -- plumbing -------------------------------------------------------------------------
-
-    def now(self) -> datetime | None:
-        """The ``:now`` every statement of this worker binds."""
-        return self.clock.sql_now()
-
-    async def write(self, make: Callable[[], Verb[T]]) -> T:
-        return await self.app.provider.run_async(make)
-
-    async def start(self, job: Claimed, audit_started: bool) -> Started | None:
-        """dispatched -> executing for one run, group-committed with other runs' starts."""
-        return await self._starts.submit((job, audit_started))
-
-    async def settle(self, plan: Transition) -> JobStatus | None:
-        """Apply one run's final transition, group-committed with other runs' settles."""
-        return await self._settles.submit(plan)
-
-    async def _start_batch(self, items: Sequence[tuple[Claimed, bool]]) -> list[Started | None]:
-        worker_id, now = self.worker_id, self.now()
-        return await self.write(lambda: start_many(items, worker_id, now, self.fused))
-
-    async def _settle_batch(self, plans: Sequence[Transition]) -> list[JobStatus | None]:
-        now = self.now()
-        return await self.write(lambda: apply_transitions(plans, now, self.fused))
+    # -- settings and identity ------------------------------------------------------------
 
     @property
-    def fused(self) -> bool:
-        """Whether the ledger runs whole batches as one statement (server dialects)."""
-        return "fused" in self.app.provider.features
+    def executors(self) -> int:
+        return self.settings.executors
 
-    def system_job(self, name: str) -> SystemJob | None:
-        return self._system.get(name)
+    @property
+    def profile(self) -> str:
+        return self.settings.profile
 
-    def skip_definition(self, definition_id: int, name: str) -> None:
-        """Stop claiming a definition this build has no handler for (a rolling deploy)."""
-        if definition_id not in self.skipped:
-            log.warning(
-                "no handler for %r in this worker; handing it back and not claiming it again", name
-            )
-            self.skipped.add(definition_id)
+    @property
+    def heartbeat(self) -> timedelta:
+        return self.settings.heartbeat
+
+    @property
+    def lease(self) -> timedelta:
+        return self.settings.lease
+
+    @property
+    def dead_after(self) -> timedelta:
+        return self.settings.dead_after
+
+    @property
+    def poll(self) -> timedelta:
+        return self.settings.poll
+
+    @property
+    def shutdown_grace(self) -> timedelta:
+        return self.settings.shutdown_grace
+
+    @property
+    def host(self) -> str:
+        return self.settings.host
+
+    @property
+    def incarnation(self) -> str:
+        return self.identity.incarnation
+
+    @property
+    def worker_id(self) -> int:
+        return self.identity.worker_id
+
+    @property
+    def namespace_id(self) -> int:
+        return self.identity.namespace_id
 
     @property
     def registered(self) -> bool:
-        return self.worker_id != 0
+        return self.identity.registered
+
+    @property
+    def killed(self) -> bool:
+        return self.env.killed
+
+    @property
+    def skipped(self) -> set[int]:
+        """Definitions this worker hands back for want of a handler, never claimed again."""
+        return self.env.skipped
+
+    # -- what the test host and specs may watch and drive ---------------------------------
+
+    @property
+    def claiming(self) -> bool:
+        """False once shutdown began: the worker claims nothing more."""
+        return self._claim_loop.enabled
+
+    @property
+    def next_claim(self) -> datetime:
+        """When the claim loop looks for work next (now, when woken)."""
+        return self._claim_loop.due
+
+    @property
+    def next_heartbeat(self) -> datetime:
+        return self._heartbeat_loop.due
+
+    async def heartbeat_due(self, instant: datetime) -> Heartbeat | None:
+        """Beat if the heartbeat is due at ``instant`` (the next one is then one interval
+        later); None when it was not due or the worker cannot beat (killed, paused)."""
+        if self._heartbeat_loop.due > instant:
+            return None
+        self._heartbeat_loop.due = instant + self.heartbeat
+        return await self.beat()
+
+    # -- registration ---------------------------------------------------------------------
 
     async def register(self) -> None:
         """Register a new incarnation of this worker in the ledger."""
-        self.incarnation = new_incarnation(self.host, os.getpid())
-        specs = [d.spec() for d in self.app.definitions.values() if d.handler is not None]
-        specs += [s.definition.spec() for s in self._system.values()]
-        recovery_ref = str(JobRef.new(int(self.clock.now().timestamp() * 1000)))
+        me = self.identity
+        me.incarnation = new_incarnation(self.host, os.getpid())
+        specs = [d.spec() for d in self.deployment.registry.handled().values()]
+        specs += [s.definition.spec() for s in SYSTEM_JOBS.values()]
+        recovery = SYSTEM_JOBS[RECOVERY_JOB].definition
         slot = NewJob(
-            job_ref=recovery_ref,
+            job_ref=str(JobRef.new(int(self.clock.now().timestamp() * 1000))),
             definition=RECOVERY_JOB,
             input_codec=1,
             input=b"null",
-            priority=self._system[RECOVERY_JOB].definition.policy.priority,
+            priority=recovery.policy.priority,
             run_at=None,
-            delay_ms=self.heartbeat // timedelta(milliseconds=1),
+            delay_ms=self.heartbeat // _MS,
             dedup_key=RECOVERY_JOB,
             correlation_key=None,
             tags=(),
-            audit_level=self._system[RECOVERY_JOB].definition.policy.audit,
+            audit_level=recovery.policy.audit,
         )
         spec = WorkerSpec(
-            self.incarnation,
-            self.host,
-            os.getpid(),
-            self.executors,
-            self.heartbeat // timedelta(milliseconds=1),
+            me.incarnation, self.host, os.getpid(), self.executors, self.heartbeat // _MS
         )
-        namespace = self.app.namespace
-        now = self.now()
-        reg = await self.write(lambda: register(namespace, specs, spec, slot, now))
-        self.worker_id, self.namespace_id = reg.worker_id, reg.namespace_id
-        self._definition_ids, self._startable = dict(reg.definition_ids), None
-        self.recovery_job_id = reg.recovery_job_id
+        namespace, now = self.namespace, self.ledger.now()
+        reg = await self.ledger.run_async(
+            lambda: register(namespace, specs, spec, slot, now), name="register"
+        )
+        me.worker_id, me.namespace_id = reg.worker_id, reg.namespace_id
+        me.recovery_job_id = reg.recovery_job_id
+        self.claimer.learn(dict(reg.definition_ids))
         self._heartbeat_loop.due = self.clock.now() + self.heartbeat
-        log.info("worker %s registered in namespace %r", self.incarnation, namespace)
+        log.info("worker %s registered in namespace %r", me.incarnation, namespace)
 
     async def ensure_registered(self) -> None:
         # Two coroutines (a tick and a heartbeat, say) must not register two incarnations.
@@ -239,79 +236,61 @@ class Worker:
         there are free executors start in the claim's own commit; the rest wait, dispatched,
         for an executor (and are started then)."""
         await self.ensure_registered()
-        self._loop = loop = asyncio.get_running_loop()
-        lease_ms = self.lease // timedelta(milliseconds=1)
-        args = (self.worker_id, self.namespace_id, limit, frozenset(self.skipped), lease_ms)
-        now, fused = self.now(), self.fused
-        startable, quiet = self._claim_sets()
+        self._loop = asyncio.get_running_loop()
         start = min(limit, self.free_executors())
-        pairs = await self.write(
-            lambda: claim(*args, now, startable, quiet, start=start, fused=fused)
-        )
-        runs = [Run(job, loop, started=started) for job, started in pairs]
+        runs = await self.claimer.claim(limit, start, frozenset(self.runs))
         for run in runs:
             self.runs[run.job.job_id] = run
         return runs
 
-    def _claim_sets(self) -> tuple[frozenset[int], frozenset[int]]:
-        """Which definitions a claim may start at once, and which of those leave out the
-        execution-started event (their audit level). Only definitions this build has a handler
-        for and whose id it learnt at registration qualify; a job of any other definition is
-        only leased, and the executor decides (start it, or hand it back for want of a
-        handler) with the definition's live policy."""
-        if self._startable is None:
-            own = {name: s.definition for name, s in self._system.items()}
-            own.update(
-                (name, d) for name, d in self.app.definitions.items() if d.handler is not None
-            )
-            known = {name: d for name, d in own.items() if name in self._definition_ids}
-            self._startable = (
-                frozenset(self._definition_ids[name] for name in known),
-                frozenset(
-                    self._definition_ids[name]
-                    for name, d in known.items()
-                    if not audited(d.policy.audit, EventCode.EXECUTION_STARTED)
-                ),
-            )
-        return self._startable
-
-    async def execute(self, run: Run) -> TickOutcome:
-        """Run one claimed job once an executor is free (buffered runs may wait here)."""
+    async def execute(self, run: Run) -> RunEnd:
+        """Run one claimed job once an executor is free (buffered runs may wait here).
+        acta's system jobs take no executor: they must never wait behind user work."""
         try:
-            await self.slots.take(run)
-            return await execute(self, run)
+            if run.job.name not in SYSTEM_JOBS:
+                await self.slots.take(run)
+            return await execute(self.env, run)
         finally:
             self.slots.give_back(run)
             self.runs.pop(run.job.job_id, None)
 
-    async def run_one(self) -> tuple[TickOutcome, str | None]:
-        """Claim at most one job and run it to its settlement; returns the outcome and the
-        job's name (None when nothing was claimed)."""
-        if self.killed:
-            return TickOutcome.KILLED, None
-        if self.free_executors() <= 0:
-            return TickOutcome.NOTHING_CLAIMED, None
+    async def run_one(self) -> tuple[RunEnd | None, str | None]:
+        """Claim at most one job and run it to its settlement; returns how it ended and the
+        job's name (None, None when nothing was claimed)."""
+        if self.killed or self.free_executors() <= 0:
+            return None, None
         runs = await self.claim(1)
         if not runs:
-            return TickOutcome.NOTHING_CLAIMED, None
+            return None, None
         return await self.execute(runs[0]), runs[0].job.name
 
+    def _spawn(self, run: Run) -> None:
+        task = asyncio.create_task(self.execute(run), name=f"acta-run-{run.job.job_ref}")
+        self.tasks.add(task)
+        task.add_done_callback(self._run_done)
+
     async def _claim_step(self, now: datetime) -> datetime:
+        if self.killed:
+            return now + self.poll
         # Buffered workers claim ahead (up to ``prefetch`` more than their executors), so the
         # next runs are leased and waiting while the current ones settle.
-        free = self.free_executors() + self.prefetch
-        if free <= 0 or self.killed:
+        free = self.free_executors() + self.settings.prefetch
+        if free <= 0:
+            # Busy: still take a due system job (recovery), which runs without an executor.
+            await self.ensure_registered()
+            system = await self.claimer.claim_system()
+            if system is not None:
+                self.runs[system.job.job_id] = system
+                self._spawn(system)
             return now + self.poll
         runs = await self.claim(free)
         # Runs the claim already started take executors first; the dispatched ones queue.
         for run in sorted(runs, key=lambda r: r.started is None):
-            task = asyncio.create_task(self.execute(run), name=f"acta-run-{run.job.job_ref}")
-            self.tasks.add(task)
-            task.add_done_callback(self._run_done)
+            self._spawn(run)
         # A full batch suggests more is waiting: look again at once.
         return now if len(runs) == free else now + self.poll
 
-    def _run_done(self, task: asyncio.Task[TickOutcome]) -> None:
+    def _run_done(self, task: asyncio.Task[RunEnd]) -> None:
         self.tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error("acta run crashed", exc_info=task.exception())
@@ -323,27 +302,7 @@ class Worker:
         """Heartbeat once: renew held leases, stop runs that lost theirs or must cancel."""
         if self.killed or self.paused or not self.registered:
             return None
-        held = [(run.job.job_id, run.job.epoch) for run in self.runs.values()]
-        args = (self.worker_id, self.namespace_id, held, self.lease // timedelta(milliseconds=1))
-        recovery_id, now = self.recovery_job_id, self.now()
-        result = await self.write(lambda: heartbeat(*args, recovery_id, now))
-        if not result.alive:
-            log.error(
-                "worker %s was declared dead; stopping its runs and registering again",
-                self.incarnation,
-            )
-            for run in list(self.runs.values()):
-                run.stop(Stop.LEASE_LOST)
-            self.worker_id = 0
-            await self.register()
-            return result
-        for job_id in result.lost:
-            if job_id in self.runs:
-                self.runs[job_id].stop(Stop.LEASE_LOST)
-        for job_id in result.cancel_requested:
-            if job_id in self.runs:
-                self.runs[job_id].stop(Stop.CANCEL)
-        return result
+        return await self.heartbeats.beat()
 
     async def _heartbeat_step(self, now: datetime) -> datetime:
         await self.beat()
@@ -357,31 +316,54 @@ class Worker:
 
     def kill(self) -> None:
         """Behave as if the process died this instant: no write of any kind from now on."""
-        self.killed = True
+        self.env.killed = True
         if self._loop is not None and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(self.giving_up.set)
+            self._loop.call_soon_threadsafe(self.env.giving_up.set)
         for run in list(self.runs.values()):
             run.stop(Stop.KILLED)
         self.threads.shutdown(wait=False)
 
     async def serve(self, stopping: asyncio.Event) -> None:
-        """Run until ``stopping`` is set, then shut down gracefully."""
-        await self.ensure_registered()
+        """Run until ``stopping`` is set, then shut down gracefully (within the grace)."""
+        self._loop = asyncio.get_running_loop()
+        if not await self._start_up(stopping):
+            self.threads.shutdown(wait=False)
+            log.info("worker stopped before it could register")
+            return
         helpers = [asyncio.ensure_future(self._ring_on(stopping))]
-        token = self.app.bell.subscribe(self.wake)
-        provider = self.app.provider
-        database_bell = provider.bell(self.app.namespace, self.clock) if self.listen else None
+        token = self.deployment.bell.subscribe(self.wake)
+        database_bell = self.ledger.bell(self.namespace) if self.settings.listen else None
         if database_bell is not None:
             self.bells.append(database_bell)
         for bell in self.bells:
             helpers.append(asyncio.ensure_future(bell.run(self.wake)))
+        loops = asyncio.ensure_future(self.scheduler.run_until(stopping))
+        deadline: datetime | None = None
         try:
-            await self.scheduler.run_until(stopping)
+            await asyncio.wait({loops, helpers[0]}, return_when=asyncio.FIRST_COMPLETED)
+            deadline = self.clock.now() + self.shutdown_grace
+            # A step in flight (a claim waiting for the database) may finish within the grace.
+            await _until(self.clock, deadline, {loops})
         finally:
-            self.app.bell.unsubscribe(token)
+            loops.cancel()
+            self.deployment.bell.unsubscribe(token)
             for helper in helpers:
                 helper.cancel()
-        await self.shutdown()
+        await self.shutdown(deadline)
+
+    async def _start_up(self, stopping: asyncio.Event) -> bool:
+        """Register, trying again with backoff while the database is away; False if told to
+        stop first."""
+        wait = STARTUP_RETRY_FIRST
+        while not stopping.is_set():
+            try:
+                await self.ensure_registered()
+                return True
+            except DatabaseUnavailableError as exc:
+                log.warning("cannot register (%s); trying again in %g s", exc, wait.total_seconds())
+                await self.clock.sleep_until(self.clock.now() + wait, stopping)
+                wait = min(wait * 2, STARTUP_RETRY_MAX)
+        return False
 
     def wake(self) -> None:
         """Work may be waiting: claim now instead of at the next poll (call on the loop)."""
@@ -391,26 +373,58 @@ class Worker:
         await event.wait()
         self.scheduler.ring()
 
-    async def shutdown(self) -> None:
-        """Stop claiming, let runs finish within the grace period, hand back the rest."""
+    async def shutdown(self, deadline: datetime | None = None) -> None:
+        """Stop claiming, let runs finish until ``deadline`` (now plus the grace by default),
+        hand back the rest and mark this incarnation stopped. Bounded: a database that is away
+        costs at most one more cancel grace; unfinished jobs are left for recovery."""
         self._claim_loop.enabled = False
-        deadline = self.clock.now() + self.shutdown_grace
-        while self.tasks and self.clock.now() < deadline:
-            self.scheduler.bell.clear()
-            wake = min(await self.scheduler.run_due(), deadline)
-            sleeper = asyncio.ensure_future(self.clock.sleep_until(wake, self.scheduler.bell))
-            await asyncio.wait({sleeper, *self.tasks}, return_when=asyncio.FIRST_COMPLETED)
-            sleeper.cancel()
-        self.giving_up.set()
+        if deadline is None:
+            deadline = self.clock.now() + self.shutdown_grace
+        beating = asyncio.ensure_future(self._beat_until(deadline))
+        try:
+            await _until(self.clock, deadline, self.tasks)
+        finally:
+            beating.cancel()
+        self.env.giving_up.set()
         for run in list(self.runs.values()):
             run.stop(Stop.SHUTDOWN)
-        if self.tasks:
-            await asyncio.wait(set(self.tasks))
+        # Each stopped run gets its cancel grace; this waits a little longer than that so a
+        # run can hand its job back before anything is cancelled.
+        await _until(self.clock, self.clock.now() + 2 * CANCEL_GRACE, self.tasks)
+        for task in list(self.tasks):
+            task.cancel()  # still waiting on the database: its job is left for recovery
         if self.registered and not self.killed:
-            worker_id, namespace_id, now = self.worker_id, self.namespace_id, self.now()
-            await self.write(lambda: stop(worker_id, namespace_id, now))
+            me, ledger = self.identity, self.ledger
+            write = asyncio.ensure_future(
+                ledger.run_async(
+                    lambda: stop(me.worker_id, me.namespace_id, ledger.now()), name="stop"
+                )
+            )
+            await _until(self.clock, self.clock.now() + CANCEL_GRACE, {write})
+            failure = _failure(write)
+            if failure is not None:
+                log.warning(
+                    "worker %s could not record its stop (%s); recovery declares it dead after "
+                    "%g s",
+                    me.incarnation,
+                    failure,
+                    self.dead_after.total_seconds(),
+                )
         self.threads.shutdown(wait=False)
         log.info("worker %s stopped", self.incarnation)
+
+    async def _beat_until(self, deadline: datetime) -> None:
+        """Keep the held leases alive while runs finish within the grace."""
+        while True:
+            due = self._heartbeat_loop.due
+            if due > deadline:
+                return
+            await self.clock.sleep_until(due)
+            try:
+                await self.heartbeat_due(self.clock.now())
+            except Exception as exc:
+                log.warning("heartbeat during shutdown failed: %s", exc)
+                self._heartbeat_loop.due = self.clock.now() + self.heartbeat
 
     def run_forever(self) -> None:
         """Serve in the foreground until SIGINT or SIGTERM (blocking)."""
@@ -420,7 +434,35 @@ class Worker:
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, stopping.set)
-            await self.serve(stopping)
-            await self.app.provider.aclose()
+            try:
+                await self.serve(stopping)
+            finally:
+                await self.ledger.provider.aclose()
 
         asyncio.run(main())
+
+
+async def _until(clock: Clock, deadline: datetime, futures: set[Any]) -> None:
+    """Wait until every future in ``futures`` (which may grow) is done or ``clock`` reaches
+    ``deadline``."""
+    while clock.now() < deadline:
+        pending = {f for f in futures if not f.done()}
+        if not pending:
+            return
+        sleeper = asyncio.ensure_future(clock.sleep_until(deadline))
+        try:
+            await asyncio.wait({sleeper, *pending}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
+
+
+def _failure(write: asyncio.Future[Any]) -> str | None:
+    """Why a bounded write did not land (None when it did); a write still running is
+    cancelled."""
+    if not write.done():
+        write.cancel()
+        return "the database did not answer in time"
+    if write.cancelled():
+        return "cancelled"
+    error = write.exception()
+    return None if error is None else f"{type(error).__name__}: {error}"

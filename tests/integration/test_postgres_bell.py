@@ -50,7 +50,7 @@ def _idle(worker: Any, clock: ManualClock) -> Callable[[], Awaitable[bool]]:
     """True once the worker has claimed (nothing) and its next poll lies in the future."""
 
     async def idle() -> bool:
-        return worker.registered and worker._claim_loop.due > clock.now()
+        return worker.registered and worker.next_claim > clock.now()
 
     return idle
 

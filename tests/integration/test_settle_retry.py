@@ -84,10 +84,7 @@ async def test_a_settle_waits_out_the_outage_and_the_run_counts_once(ledger: Pat
     finally:
         logging.getLogger("acta.worker").removeHandler(waiting)
         blocker.close()
-        host.closed = True
-        host._binding.__exit__(None, None, None)
-        for worker in host.workers:
-            worker.threads.shutdown(wait=False)
+        host.release()
         provider.close()
 
 

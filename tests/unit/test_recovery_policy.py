@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from acta.ledger.transition import recovery_transition
 from acta.model.codes import AuditLevel, EventCode, JobStatus
 from acta.model.rows import LapsedLease
+from acta.policy.recovery import recovery_transition
 
 
 def _lapsed(name: str, attempts: int, status: JobStatus = JobStatus.EXECUTING) -> LapsedLease:

@@ -1,110 +1,56 @@
-"""Job definitions: the durable name, the typed input and result, and the policy.
+"""Job definitions: the durable name, the typed input and result, the policy, and one
+validated enqueue of them (``JobRequest``).
 
 ``@app.job("send-email", max_attempts=5, backoff="1m..8h x2 ±10%")`` turns a handler into a
 ``JobDefinition``. Everything is validated here, at import time, so a bad name, policy or input
 annotation fails before the first job is ever enqueued. The handler's signature decides what it
 receives: the input (first parameter), and the ``JobContext`` (a parameter annotated with it or
 named ``ctx``/``context``).
+
+A definition knows no application. The registry it is added to becomes its ``owner`` and
+supplies what its enqueue shortcuts need (the payload cap and the producer), through the
+``DefinitionOwner`` protocol.
 """
 
 from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from datetime import datetime, timedelta
+from typing import Any, Generic, Protocol, TypeVar
 
-from acta.backoff import DEFAULT_BACKOFF, Backoff
-from acta.codec import Codec
+from acta.codec import DEFAULT_PAYLOAD_CAP, Codec, check_size
 from acta.context import JobContext
 from acta.duration import format_duration, parse_duration
-from acta.errors import ConfigurationError, InvalidPolicyError, ValidationError
-from acta.model.codes import AuditLevel
+from acta.errors import ConfigurationError, ValidationError
+from acta.ids import JobRef
+from acta.instant import check_instant
 from acta.model.rows import DefinitionSpec
-from acta.names import validate_job_name
-from acta.shape import check_supported, codec_for
-
-if TYPE_CHECKING:
-    from acta.app import Acta
-    from acta.ids import JobRef
-    from acta.request import JobRequest
+from acta.names import validate_job_name, validate_key, validate_tags
+from acta.policy.job import JobPolicy, validate_priority
+from acta.shape import check_supported, codec_for, to_data
 
 I = TypeVar("I")  # noqa: E741 - the conventional name for an input type variable
 R = TypeVar("R")
-
-DEFAULT_MAX_ATTEMPTS = 15
-MAX_ATTEMPTS_LIMIT = 1000
-PRIORITY_RANGE = range(-100, 101)
-_AUDIT_NAMES = {level.label: level for level in AuditLevel}
+_MS = timedelta(milliseconds=1)
 
 
-@dataclass(frozen=True, slots=True)
-class JobPolicy:
-    """How a definition's jobs are retried, timed out, ordered and audited."""
+class DefinitionOwner(Protocol):
+    """What a registered definition asks of its registry."""
 
-    max_attempts: int = DEFAULT_MAX_ATTEMPTS
-    backoff: Backoff = DEFAULT_BACKOFF
-    timeout: timedelta | None = None
-    priority: int = 0
-    audit: AuditLevel = AuditLevel.FULL
+    payload_cap: int
 
-    @classmethod
-    def build(
-        cls,
-        *,
-        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-        backoff: str | Backoff = DEFAULT_BACKOFF,
-        timeout: str | float | timedelta | None = None,
-        priority: int = 0,
-        audit: str | AuditLevel = AuditLevel.FULL,
-    ) -> JobPolicy:
-        """Validate user-facing policy arguments into a JobPolicy."""
-        if isinstance(max_attempts, bool) or not isinstance(max_attempts, int):
-            raise InvalidPolicyError(
-                "max_attempts", f"got {max_attempts!r}", "an int from 1 to 1000"
-            )
-        if not 1 <= max_attempts <= MAX_ATTEMPTS_LIMIT:
-            raise InvalidPolicyError("max_attempts", f"got {max_attempts}", "an int from 1 to 1000")
-        parsed_backoff = backoff if isinstance(backoff, Backoff) else Backoff.parse(backoff)
-        parsed_timeout = None if timeout is None else _timeout(timeout)
-        return cls(
-            max_attempts=max_attempts,
-            backoff=parsed_backoff,
-            timeout=parsed_timeout,
-            priority=validate_priority(priority),
-            audit=_audit(audit),
-        )
+    def enqueue(self, job: JobDefinition[Any, Any], input: Any = None, **options: Any) -> JobRef:
+        """Enqueue one job of ``job`` through the application's producer."""
+        ...
 
-
-def validate_priority(priority: object, field: str = "priority") -> int:
-    """Priorities are ints from -100 to 100; higher runs first."""
-    if (
-        isinstance(priority, bool)
-        or not isinstance(priority, int)
-        or priority not in PRIORITY_RANGE
-    ):
-        raise InvalidPolicyError(
-            field, f"got {priority!r}", "an int from -100 to 100, higher first"
-        )
-    return priority
-
-
-def _timeout(value: str | float | timedelta) -> timedelta:
-    try:
-        return parse_duration(value, field="timeout")
-    except ValidationError as exc:  # a policy error, like every other policy argument
-        raise InvalidPolicyError(exc.field, exc.problem, exc.rule) from None
-
-
-def _audit(value: str | AuditLevel) -> AuditLevel:
-    if isinstance(value, AuditLevel):
-        return value
-    level = _AUDIT_NAMES.get(value) if isinstance(value, str) else None
-    if level is None:
-        raise InvalidPolicyError("audit", f"got {value!r}", "one of 'full', 'failures', 'off'")
-    return level
+    async def enqueue_async(
+        self, job: JobDefinition[Any, Any], input: Any = None, **options: Any
+    ) -> JobRef:
+        """The async twin of ``enqueue``."""
+        ...
 
 
 class JobDefinition(Generic[I, R]):
@@ -112,7 +58,6 @@ class JobDefinition(Generic[I, R]):
 
     def __init__(
         self,
-        app: Acta,
         name: str,
         handler: Callable[..., R | Awaitable[R]] | None,
         policy: JobPolicy,
@@ -121,7 +66,8 @@ class JobDefinition(Generic[I, R]):
         result_type: Any = None,
         system: bool = False,
     ) -> None:
-        self.app = app
+        self.owner: DefinitionOwner | None = None
+        """The registry this definition belongs to (set when it is registered)."""
         self.name = validate_job_name(name, allow_system=system)
         self.handler = handler
         self.policy = policy
@@ -200,17 +146,24 @@ class JobDefinition(Generic[I, R]):
 
     def request(self, input: I | None = None, **options: Any) -> JobRequest:
         """Describe one enqueue of this job (for ``enqueue_batch``); validates now."""
-        from acta.request import JobRequest
-
-        return JobRequest.build(self, input, **options)
+        cap = DEFAULT_PAYLOAD_CAP if self.owner is None else self.owner.payload_cap
+        return JobRequest.build(self, input, payload_cap=cap, **options)
 
     def enqueue(self, input: I | None = None, **options: Any) -> JobRef:
         """Enqueue one job of this definition (sync). Options as ``Acta.enqueue``."""
-        return self.app.enqueue(self, input, **options)
+        return self._owner().enqueue(self, input, **options)
 
     async def enqueue_async(self, input: I | None = None, **options: Any) -> JobRef:
         """Enqueue one job of this definition (async)."""
-        return await self.app.enqueue_async(self, input, **options)
+        return await self._owner().enqueue_async(self, input, **options)
+
+    def _owner(self) -> DefinitionOwner:
+        if self.owner is None:
+            raise ConfigurationError(
+                f"job {self.name!r} is not registered with an application; declare it with "
+                "@app.job or app.define, or pass it to app.add"
+            )
+        return self.owner
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the handler directly, as plain Python (no ledger involved)."""
@@ -224,3 +177,77 @@ class JobDefinition(Generic[I, R]):
             f"<JobDefinition {self.name!r} attempts={self.policy.max_attempts} "
             f"backoff='{self.policy.backoff}' timeout={timeout}>"
         )
+
+
+@dataclass(frozen=True, slots=True)
+class JobRequest:
+    """A validated, encoded request to enqueue one job."""
+
+    definition: JobDefinition[Any, Any]
+    payload: bytes
+    priority: int
+    run_at: datetime | None
+    delay: timedelta
+    dedup_key: str | None
+    correlation_key: str | None
+    tags: tuple[str, ...]
+
+    @classmethod
+    def build(
+        cls,
+        definition: JobDefinition[Any, Any],
+        input: object = None,
+        *,
+        payload_cap: int = DEFAULT_PAYLOAD_CAP,
+        delay: str | float | timedelta | None = None,
+        not_before: datetime | None = None,
+        priority: int | None = None,
+        dedup_key: str | None = None,
+        correlation_key: str | None = None,
+        tags: Iterable[str] = (),
+    ) -> JobRequest:
+        if delay is not None and not_before is not None:
+            raise ValidationError(
+                "delay", "both delay and not_before were given", "pass one of them"
+            )
+        run_at: datetime | None = None
+        wait = timedelta(0)
+        if delay is not None:
+            # parse_duration caps durations at 365 days, which bounds delays too.
+            wait = _ceil_ms(parse_duration(delay, field="delay", allow_zero=True))
+        if not_before is not None:
+            run_at = check_instant(not_before, "not_before")
+        return cls(
+            definition=definition,
+            payload=encode_input(definition, input, payload_cap),
+            priority=definition.policy.priority
+            if priority is None
+            else validate_priority(priority),
+            run_at=run_at,
+            delay=wait,
+            dedup_key=None if dedup_key is None else validate_key(dedup_key, field="dedup_key"),
+            correlation_key=(
+                None
+                if correlation_key is None
+                else validate_key(correlation_key, field="correlation_key")
+            ),
+            tags=validate_tags(tags),
+        )
+
+
+def _ceil_ms(wait: timedelta) -> timedelta:
+    """Round up to a whole millisecond, the ledger's precision: never due earlier than asked."""
+    return -(-wait // _MS) * _MS
+
+
+def encode_input(
+    definition: JobDefinition[Any, Any], value: object, payload_cap: int = DEFAULT_PAYLOAD_CAP
+) -> bytes:
+    """Convert and encode a handler input, refusing anything over the application's cap."""
+    if not definition.takes_input and value is not None:
+        raise ValidationError(
+            "input", f"job {definition.name!r} takes no input", "pass nothing (None)"
+        )
+    data = to_data(value, definition.input_type, "input")
+    encoded = definition.input_codec.encode(data)
+    return check_size(encoded, payload_cap, "input")

@@ -9,69 +9,74 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from acta.context import JobContext, job_logger
+from acta.definition import JobDefinition
 from acta.errors import DatabaseUnavailableError, InputDecodeError, PayloadError
 from acta.ids import JobRef
 from acta.model.codes import EventCode, JobStatus, Outcome, Reason, audited
 from acta.model.rows import Transition
-from acta.runtime import settler
+from acta.policy import settlement
+from acta.runtime.environment import RunEnv
 from acta.runtime.handler import (
-    CANCEL_GRACE_SECONDS,
     Interrupted,
     decode_input,
     describe,
     encode_result,
     invoke,
 )
-from acta.runtime.run import Run, Stop, TickOutcome
+from acta.runtime.run import Run, RunEnd, Stop
+from acta.runtime.system_jobs import SYSTEM_JOBS, SystemJob
 
-if TYPE_CHECKING:
-    from acta.job import JobDefinition
-    from acta.runtime.system_jobs import SystemJob
-    from acta.runtime.worker import Worker
-
-# A settle the database could not take is tried again, backing off up to this.
+# A start or settle the database could not take is tried again, backing off up to this.
 SETTLE_RETRY_FIRST = timedelta(milliseconds=200)
 SETTLE_RETRY_MAX = timedelta(seconds=10)
 
 log = logging.getLogger("acta.worker")
+T = TypeVar("T")
 
 
-async def execute(worker: Worker, run: Run) -> TickOutcome:
+async def execute(env: RunEnv, run: Run) -> RunEnd:
     """Carry one claimed job to a settled state (or drop it if this worker lost it)."""
     job = run.job
-    system = worker.system_job(job.name)
-    definition = worker.app.definitions.get(job.name) if system is None else system.definition
+    system = SYSTEM_JOBS.get(job.name)
+    definition = env.definition(job.name) if system is None else system.definition
     if definition is None or (definition.handler is None and system is None):
-        worker.skip_definition(job.definition_id, job.name)
-        plan = settler.handed_back(
+        env.skip_definition(job.definition_id, job.name)
+        plan = settlement.handed_back(
             job,
             run.started.execution if run.started else None,
-            worker.worker_id,
+            env.identity.worker_id,
             None,
             Reason.NO_HANDLER,
-            f"worker {worker.incarnation} has no handler for {job.name!r}",
+            f"worker {env.identity.incarnation} has no handler for {job.name!r}",
         )
-        return await _settle(worker, run, plan, TickOutcome.REARMED)
+        return await _settle(env, run, plan, RunEnd.REARMED)
     policy = definition.policy
     if run.stop_reason is not None:
         execution = run.started.execution if run.started else None
-        return await _interrupted(worker, run, definition, execution, None)
-    started = run.started or await worker.start(
-        job, audited(policy.audit, EventCode.EXECUTION_STARTED)
-    )
-    if worker.killed:
-        return TickOutcome.KILLED
+        return await _interrupted(env, run, definition, execution, None)
+    started = run.started
     if started is None:
-        return TickOutcome.LEASE_LOST
+        audit_started = audited(policy.audit, EventCode.EXECUTION_STARTED)
+        try:
+            started = await _kept(
+                env, run, lambda: env.committer.start(job, audit_started), "start"
+            )
+        except _GaveUp:
+            return RunEnd.KILLED if env.killed else RunEnd.LEFT_LEASED
+    if env.killed:
+        return RunEnd.KILLED
+    if started is None:
+        return RunEnd.LEASE_LOST
     execution = started.execution
     if started.cancel_requested:
-        plan = settler.cancelled(job, execution, worker.worker_id, policy, 0)
-        return await _settle(worker, run, plan, TickOutcome.CANCELLED)
-    attempt = _Attempt(worker, run, definition, execution)
+        plan = settlement.cancelled(job, execution, env.identity.worker_id, policy, 0)
+        return await _settle(env, run, plan, RunEnd.CANCELLED)
+    attempt = _Attempt(env, run, definition, execution)
     if system is not None:
         return await _run_system(attempt, system)
     try:
@@ -85,9 +90,9 @@ async def execute(worker: Worker, run: Run) -> TickOutcome:
         )
     try:
         try:
-            returned = await invoke(worker, run, definition, attempt.context, policy.timeout, value)
+            returned = await invoke(env, run, definition, attempt.context, policy.timeout, value)
         finally:
-            worker.slots.give_back(run)  # the next run may start while this one settles
+            env.slots.give_back(run)  # the next run may start while this one settles
     except Interrupted as stop:
         if stop.reason is Stop.TIMEOUT:
             if run.thread_running and not attempt.is_last:
@@ -99,31 +104,33 @@ async def execute(worker: Worker, run: Run) -> TickOutcome:
                 if run.stop_reason is not None and (
                     run.stop_reason is not Stop.SHUTDOWN or run.thread_running
                 ):
-                    return await _interrupted(worker, run, definition, execution, attempt.elapsed())
+                    return await _interrupted(env, run, definition, execution, attempt.elapsed())
             limit = policy.timeout.total_seconds() if policy.timeout else 0
             message = f"execution timed out after {limit:g} s"
             return await attempt.fail(Outcome.TIMED_OUT, Reason.TIMEOUT, message)
-        return await _interrupted(worker, run, definition, execution, attempt.elapsed())
+        return await _interrupted(env, run, definition, execution, attempt.elapsed())
     except Exception as exc:
         return await attempt.fail(Outcome.FAILED, Reason.HANDLER_ERROR, describe(exc))
     try:
-        result = encode_result(definition, returned)
+        result = encode_result(definition, returned, env.registry.payload_cap)
     except PayloadError as exc:
         # The same code returns the same value: retrying cannot help.
         message = f"the return value cannot be stored: {exc}"
         return await attempt.fail(Outcome.FAILED, Reason.RESULT_UNENCODABLE, message, final=True)
-    plan = settler.succeeded(job, execution, worker.worker_id, policy, attempt.elapsed(), result)
-    return await _settle(worker, run, plan, TickOutcome.COMPLETED)
+    plan = settlement.succeeded(
+        job, execution, env.identity.worker_id, policy, attempt.elapsed(), result
+    )
+    return await _settle(env, run, plan, RunEnd.COMPLETED)
 
 
 class _Attempt:
     """One started run: its clock, its context, and the ways it can end."""
 
     def __init__(
-        self, worker: Worker, run: Run, definition: JobDefinition[Any, Any], execution: int
+        self, env: RunEnv, run: Run, definition: JobDefinition[Any, Any], execution: int
     ) -> None:
-        self.worker, self.run, self.definition, self.execution = worker, run, definition, execution
-        self.started = worker.clock.monotonic()
+        self.env, self.run, self.definition, self.execution = env, run, definition, execution
+        self.started = env.clock.monotonic()
 
     @property
     def is_last(self) -> bool:
@@ -131,7 +138,7 @@ class _Attempt:
         return self.run.job.attempts + 1 >= self.definition.policy.max_attempts
 
     def elapsed(self) -> int:
-        return max(0, int((self.worker.clock.monotonic() - self.started) * 1000))
+        return max(0, int((self.env.clock.monotonic() - self.started) * 1000))
 
     def context(self) -> JobContext:
         job, ref = self.run.job, JobRef.parse(self.run.job.job_ref)
@@ -149,71 +156,73 @@ class _Attempt:
 
     async def fail(
         self, outcome: Outcome, reason: Reason, message: str, final: bool = False
-    ) -> TickOutcome:
-        plan = settler.failed(
+    ) -> RunEnd:
+        plan = settlement.failed(
             self.run.job,
             self.execution,
-            self.worker.worker_id,
+            self.env.identity.worker_id,
             self.definition.policy,
             outcome=outcome,
             reason=reason,
             message=message,
             duration_ms=self.elapsed(),
-            rng=self.worker.rng,
+            rng=self.env.rng,
             final=final,
         )
-        return await _settle(self.worker, self.run, plan, _retry_or_fail(plan))
+        return await _settle(self.env, self.run, plan, _retry_or_fail(plan))
 
-    async def rearm(self, every: timedelta, error: str | None = None) -> TickOutcome:
-        plan = settler.rearmed(
+    async def rearm(self, every: timedelta, error: str | None = None) -> RunEnd:
+        plan = settlement.rearmed(
             self.run.job,
             self.execution,
-            self.worker.worker_id,
+            self.env.identity.worker_id,
             self.definition.policy,
             every,
             self.elapsed(),
             error,
         )
-        return await _settle(self.worker, self.run, plan, TickOutcome.REARMED)
+        return await _settle(self.env, self.run, plan, RunEnd.REARMED)
 
 
-async def _run_system(attempt: _Attempt, system: SystemJob) -> TickOutcome:
+async def _run_system(attempt: _Attempt, system: SystemJob) -> RunEnd:
     """A recurring system job: whatever its run does, the slot re-arms for the next one."""
-    worker, run = attempt.worker, attempt.run
+    env, run = attempt.env, attempt.run
     try:
-        await invoke(worker, run, None, attempt.context, None, system.run)
+        await invoke(env, run, None, attempt.context, None, system.run)
     except Interrupted:
         return await _interrupted(
-            worker, run, attempt.definition, attempt.execution, attempt.elapsed()
+            env, run, attempt.definition, attempt.execution, attempt.elapsed()
         )
     except Exception as exc:
-        return await attempt.rearm(system.every(worker), describe(exc))
-    return await attempt.rearm(system.every(worker))
+        return await attempt.rearm(system.every(env), describe(exc))
+    return await attempt.rearm(system.every(env))
 
 
-def _retry_or_fail(plan: Transition) -> TickOutcome:
-    return TickOutcome.FAILED if plan.status.terminal else TickOutcome.REARMED
+def _retry_or_fail(plan: Transition) -> RunEnd:
+    return RunEnd.FAILED if plan.status.terminal else RunEnd.REARMED
 
 
 async def _interrupted(
-    worker: Worker,
+    env: RunEnv,
     run: Run,
     definition: JobDefinition[Any, Any],
     execution: int | None,
     duration_ms: int | None,
-) -> TickOutcome:
+) -> RunEnd:
     reason = run.stop_reason
     if reason is Stop.KILLED:
-        return TickOutcome.KILLED
+        return RunEnd.KILLED
     if reason is Stop.LEASE_LOST:
-        return TickOutcome.LEASE_LOST  # someone else owns the row now: write nothing
+        return RunEnd.LEASE_LOST  # someone else owns the row now: write nothing
     policy = definition.policy
     if reason is Stop.CANCEL:
-        plan = settler.cancelled(run.job, execution, worker.worker_id, policy, duration_ms)
-        return await _settle(worker, run, plan, TickOutcome.CANCELLED)
+        plan = settlement.cancelled(run.job, execution, env.identity.worker_id, policy, duration_ms)
+        return await _settle(env, run, plan, RunEnd.CANCELLED)
     if run.thread_running and run.thread is not None:
         # A handler that honours its cancellation returns within moments: give it those.
-        await asyncio.wait({asyncio.wrap_future(run.thread)}, timeout=CANCEL_GRACE_SECONDS)
+        # The stop's grace, if the handler race already began it; otherwise it begins now.
+        since = run.grace_from or env.clock.now()
+        await env.within_grace(asyncio.wrap_future(run.thread), since)
     if run.thread_running:
         # Handing the job back would let a peer run it beside this thread. Leave it leased:
         # once this worker stops renewing, recovery takes it back and records the lease loss.
@@ -222,50 +231,65 @@ async def _interrupted(
             "takes it back when the lease lapses",
             run.job.job_ref,
         )
-        return TickOutcome.LEFT_LEASED
-    plan = settler.handed_back(
+        return RunEnd.LEFT_LEASED
+    plan = settlement.handed_back(
         run.job,
         execution,
-        worker.worker_id,
+        env.identity.worker_id,
         policy,
         Reason.SHUTDOWN,
-        f"worker {worker.incarnation} shut down before the run finished",
+        f"worker {env.identity.incarnation} shut down before the run finished",
         duration_ms,
     )
-    return await _settle(worker, run, plan, TickOutcome.REARMED)
+    return await _settle(env, run, plan, RunEnd.REARMED)
 
 
-async def _settle(worker: Worker, run: Run, plan: Transition, outcome: TickOutcome) -> TickOutcome:
-    if worker.killed:
-        return TickOutcome.KILLED
+async def _settle(env: RunEnv, run: Run, plan: Transition, outcome: RunEnd) -> RunEnd:
+    if env.killed:
+        return RunEnd.KILLED
     if run.stop_reason is Stop.LEASE_LOST:
-        return TickOutcome.LEASE_LOST
+        return RunEnd.LEASE_LOST
+    try:
+        written = await _kept(env, run, lambda: env.committer.settle(plan), "settle")
+    except _GaveUp:
+        return RunEnd.KILLED if env.killed else RunEnd.LEFT_LEASED
+    if env.killed:
+        return RunEnd.KILLED
+    if written is None:
+        return RunEnd.LEASE_LOST
+    if written is JobStatus.CANCELLED:
+        return RunEnd.CANCELLED
+    return outcome
+
+
+class _GaveUp(Exception):
+    """The worker died or gave up on unfinished runs while the database was away."""
+
+
+async def _kept(env: RunEnv, run: Run, write: Callable[[], Awaitable[T]], what: str) -> T:
+    """Run a start or settle until the database takes it. The decision is made; only the
+    database is missing, so keep it and try again with backoff rather than let recovery run
+    the job again. Every try is fenced (and an in-doubt earlier try is recognised as this
+    worker's own write), so a try that lands after the lease moved on changes nothing. Raises
+    _GaveUp when the worker dies or its shutdown gives up: the job is left for recovery."""
     wait = SETTLE_RETRY_FIRST
     while True:
         try:
-            written = await worker.settle(plan)
-            break
+            return await write()
         except DatabaseUnavailableError as exc:
-            # The outcome is known; only the database is missing. Keep it and try again rather
-            # than let recovery run the job again: the write stays fenced, so if the lease
-            # moved on meanwhile it changes nothing. Stop trying only when the worker dies or
-            # its shutdown gives up on unfinished runs; recovery then takes the job back.
-            if worker.killed or worker.giving_up.is_set() or not worker.retry_settles:
+            if not env.retry_settles:
                 raise
+            if env.killed or env.giving_up.is_set():
+                log.warning(
+                    "job %s is left for recovery: could not %s it (%s)", run.job.job_ref, what, exc
+                )
+                raise _GaveUp from exc
             log.warning(
-                "could not settle job %s (%s); trying again in %g s",
+                "could not %s job %s (%s); trying again in %g s",
+                what,
                 run.job.job_ref,
                 exc,
                 wait.total_seconds(),
             )
-            await worker.clock.sleep_until(worker.clock.now() + wait, worker.giving_up)
+            await env.clock.sleep_until(env.clock.now() + wait, env.giving_up)
             wait = min(wait * 2, SETTLE_RETRY_MAX)
-            if worker.killed:
-                return TickOutcome.KILLED
-    if worker.killed:
-        return TickOutcome.KILLED
-    if written is None:
-        return TickOutcome.LEASE_LOST
-    if written is JobStatus.CANCELLED:
-        return TickOutcome.CANCELLED
-    return outcome

@@ -1,4 +1,4 @@
-"""How a run ends, as a guarded transition: the retry policy lives here, once.
+"""Settlement: how a run's end becomes a guarded transition. The retry policy lives here, once.
 
 Each planner turns what happened in a handler run into a ``Transition`` (new status, delay,
 attempt charge, events filtered by the definition's audit level). Pure functions: no I/O, no
@@ -13,10 +13,9 @@ import re
 from datetime import timedelta
 from typing import Any
 
-from acta.job import JobPolicy
-from acta.ledger.transition import audit_events
-from acta.model.codes import EventCode, JobStatus, Outcome, Reason
+from acta.model.codes import AuditLevel, EventCode, JobStatus, Outcome, Reason, audited
 from acta.model.rows import Claimed, EventRecord, Transition
+from acta.policy.job import JobPolicy
 
 _MS = timedelta(milliseconds=1)
 MAX_MESSAGE = 4000
@@ -41,6 +40,11 @@ def clip(message: str) -> str:
     if len(message) <= MAX_MESSAGE:
         return message
     return f"{message[:MAX_MESSAGE]}... [{len(message) - MAX_MESSAGE} more characters not stored]"
+
+
+def audit_events(level: AuditLevel, events: list[EventRecord]) -> tuple[EventRecord, ...]:
+    """Keep the events a definition's audit level writes."""
+    return tuple(e for e in events if audited(level, e.code, e.outcome))
 
 
 def _plan(

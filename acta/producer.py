@@ -1,0 +1,144 @@
+"""The producer: turning validated requests into one enqueue verb, sync or async.
+
+Requests are built and checked before any SQL (``acta.definition.JobRequest``); the producer
+gives each job its ref, runs the enqueue verb through the ledger (in acta's own transaction or
+inside the caller's open one) and, after a commit of its own, rings this process's bell so idle
+workers claim at once. It knows the registry and the ledger, never the application.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any
+
+from acta.bell import ProcessBell
+from acta.definition import JobRequest
+from acta.errors import UnknownJobError, ValidationError
+from acta.ids import JobRef
+from acta.ledger import enqueue as enqueue_verbs
+from acta.ledger.facade import Catalog, Ledger
+from acta.model.rows import Enqueued, NewJob
+from acta.provider.verb import Verb
+from acta.registry import JobLike, Registry
+
+_MS = timedelta(milliseconds=1)
+Written = tuple[list[Enqueued], Catalog]
+
+
+class Producer:
+    """Enqueue jobs of ``registry``'s definitions into ``namespace`` of the current ledger."""
+
+    def __init__(
+        self,
+        ledger: Callable[[], Ledger],
+        registry: Registry,
+        namespace: str,
+        bell: ProcessBell,
+    ) -> None:
+        self._ledger = ledger
+        self.registry = registry
+        self.namespace = namespace
+        self.bell = bell
+
+    def request(self, job: JobLike, input: object = None, **options: Any) -> JobRequest:
+        """Build a validated request for ``enqueue_batch``."""
+        definition = self.registry.resolve(job)
+        return JobRequest.build(definition, input, payload_cap=self.registry.payload_cap, **options)
+
+    def enqueue(
+        self, job: JobLike, input: object = None, *, connection: object = None, **options: Any
+    ) -> JobRef:
+        return self.enqueue_batch([self.request(job, input, **options)], connection=connection)[0]
+
+    async def enqueue_async(
+        self, job: JobLike, input: object = None, *, connection: object = None, **options: Any
+    ) -> JobRef:
+        refs = await self.enqueue_batch_async(
+            [self.request(job, input, **options)], connection=connection
+        )
+        return refs[0]
+
+    def enqueue_batch(
+        self, requests: Sequence[JobRequest], *, connection: object = None
+    ) -> list[JobRef]:
+        if not requests:
+            return []
+        ledger = self._ledger()
+        make, refs = self._verb(ledger, requests)
+        done = ledger.run(make, tx=connection, name="enqueue")
+        return self._after(ledger, done, connection is None, refs)
+
+    async def enqueue_batch_async(
+        self, requests: Sequence[JobRequest], *, connection: object = None
+    ) -> list[JobRef]:
+        if not requests:
+            return []
+        ledger = self._ledger()
+        make, refs = self._verb(ledger, requests)
+        done = await ledger.run_async(make, tx=connection, name="enqueue")
+        return self._after(ledger, done, connection is None, refs)
+
+    # -- building the verb ----------------------------------------------------------------
+
+    def _verb(
+        self, ledger: Ledger, requests: Sequence[JobRequest]
+    ) -> tuple[Callable[[], Verb[Written]], dict[str, JobRef]]:
+        for r in requests:
+            if not isinstance(r, JobRequest):
+                raise ValidationError(
+                    "requests",
+                    f"got {type(r).__name__}",
+                    "JobRequest objects from job.request(...) or app.request(...)",
+                )
+            if not self.registry.owns(r.definition):
+                raise UnknownJobError(f"job {r.definition.name!r} belongs to another application")
+        jobs, refs = self._new_jobs(ledger, requests)
+        specs = {r.definition.name: r.definition.spec() for r in requests}
+        # Ids learnt from a committed transaction of acta's own hold in a caller's transaction
+        # too (catalog rows are never deleted); a caller's transaction never teaches any, as it
+        # may still roll back.
+        known = ledger.catalog(self.namespace)
+        now, namespace, fused, channel = ledger.now(), self.namespace, ledger.fused, ledger.channel
+
+        def make() -> Verb[Written]:
+            return enqueue_verbs.enqueue(
+                namespace, specs, jobs, now, known, fused=fused, channel=channel
+            )
+
+        return make, refs
+
+    @staticmethod
+    def _new_jobs(
+        ledger: Ledger, requests: Sequence[JobRequest]
+    ) -> tuple[list[NewJob], dict[str, JobRef]]:
+        ms = int(ledger.clock.now().timestamp() * 1000)
+        made = JobRef.many(ms, len(requests))
+        jobs = [
+            NewJob(
+                job_ref=text,
+                definition=r.definition.name,
+                input_codec=r.definition.input_codec.code,
+                input=r.payload,
+                priority=r.priority,
+                run_at=r.run_at,
+                delay_ms=r.delay // _MS,
+                dedup_key=r.dedup_key,
+                correlation_key=r.correlation_key,
+                tags=r.tags,
+                audit_level=r.definition.policy.audit,
+            )
+            for r, (_, text) in zip(requests, made, strict=True)
+        ]
+        return jobs, {text: ref for ref, text in made}
+
+    def _after(
+        self, ledger: Ledger, done: Written, own_tx: bool, refs: dict[str, JobRef]
+    ) -> list[JobRef]:
+        written, known = done
+        if own_tx:
+            # Committed by us, so these ids exist; later enqueues skip the catalog upserts.
+            ledger.learn_catalog(self.namespace, known)
+            if any(d.created for d in written):
+                self.bell.ring_all()  # wake this process's idle workers now, not at next poll
+        return [refs.get(d.job_ref) or JobRef.parse(d.job_ref) for d in written]

@@ -1,0 +1,95 @@
+"""The run environment: the narrow port through which one run reaches its worker.
+
+A run (``acta.runtime.execution``), the handler call (``acta.runtime.handler``) and acta's
+system jobs see only this: the definitions, the ledger and clock, the worker's identity, the
+committer for starts and settles, the executor slots and the thread pool, and the flags that
+say the worker is dying or giving up. The worker composes it; nothing here reaches back into
+the worker. Admission gates and durable steps plug in here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
+from typing import Any
+
+from acta.clock import Clock
+from acta.definition import JobDefinition
+from acta.ledger.facade import Ledger
+from acta.registry import Registry
+from acta.runtime.committer import Committer, Identity
+from acta.runtime.slots import Slots
+
+log = logging.getLogger("acta.worker")
+
+# How long a stopped async handler, or a flagged sync one, gets to unwind before the worker
+# settles without it. Waited on the worker's clock, so a test clock decides it.
+CANCEL_GRACE = timedelta(seconds=1)
+
+
+class RunEnv:
+    """What a run may use of the worker that holds it."""
+
+    def __init__(
+        self,
+        *,
+        ledger: Ledger,
+        registry: Registry,
+        clock: Clock,
+        identity: Identity,
+        committer: Committer,
+        slots: Slots,
+        threads: ThreadPoolExecutor,
+        rng: random.Random,
+        heartbeat: timedelta,
+        retry_settles: bool,
+    ) -> None:
+        self.ledger = ledger
+        self.registry = registry
+        self.clock = clock
+        self.identity = identity
+        self.committer = committer
+        self.slots = slots
+        self.threads = threads
+        self.rng = rng
+        self.heartbeat = heartbeat
+        self.retry_settles = retry_settles
+        self.killed = False
+        """The process is gone (or behaves as if): no write of any kind from now on."""
+        self.giving_up = asyncio.Event()
+        """Set when unfinished runs are given up (shutdown past its grace, or a kill): settles
+        waiting for the database to come back stop waiting."""
+        self.skipped: set[int] = set()
+        """Definitions this build has no handler for: handed back, then never claimed again."""
+
+    def definition(self, name: str) -> JobDefinition[Any, Any] | None:
+        return self.registry.get(name)
+
+    def skip_definition(self, definition_id: int, name: str) -> None:
+        """Stop claiming a definition this build has no handler for (a rolling deploy)."""
+        if definition_id not in self.skipped:
+            log.warning(
+                "no handler for %r in this worker; handing it back and not claiming it again", name
+            )
+            self.skipped.add(definition_id)
+
+    async def within_grace(self, future: asyncio.Future[Any], since: datetime) -> None:
+        """Wait until ``future`` is done or the cancel grace after ``since`` has passed on the
+        worker's clock. Whatever the future ends with later is retrieved, so asyncio never
+        logs a stopped handler's exception as "never retrieved"."""
+        future.add_done_callback(_retrieve)
+        if future.done():
+            return
+        timer = asyncio.ensure_future(self.clock.sleep_until(since + CANCEL_GRACE))
+        try:
+            await asyncio.wait({future, timer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()

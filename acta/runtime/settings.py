@@ -1,0 +1,97 @@
+"""A worker's settings, validated once: executors, profile, liveness, polling and shutdown.
+
+``heartbeat`` is the one liveness knob: the lease is four heartbeats and a worker silent for
+seven is dead, by construction, so peers that agree on it agree on everything.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from acta.duration import parse_duration
+from acta.errors import ValidationError
+
+LEASE_BEATS = 4
+DEAD_BEATS = 7
+# Both start what they claim for free executors in the claim's own commit; buffered also
+# claims one batch ahead, started later as executors free up; direct claims only for free ones.
+PROFILES = ("buffered", "direct")
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSettings:
+    """Validated worker settings (see ``Worker`` for what each one means)."""
+
+    executors: int
+    profile: str
+    listen: bool
+    heartbeat: timedelta
+    poll: timedelta
+    shutdown_grace: timedelta
+    host: str
+    retry_settles: bool
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        executors: int = 10,
+        profile: str = "buffered",
+        listen: bool = True,
+        heartbeat: str | float | timedelta = 45,
+        poll: str | float | timedelta = 1,
+        shutdown_grace: str | float | timedelta = 30,
+        host: str | None = None,
+        retry_settles: bool = True,
+    ) -> WorkerSettings:
+        if (
+            isinstance(executors, bool)
+            or not isinstance(executors, int)
+            or not 1 <= executors <= 1000
+        ):
+            raise ValidationError("executors", f"got {executors!r}", "an int from 1 to 1000")
+        if profile not in PROFILES:
+            raise ValidationError("profile", f"got {profile!r}", "'buffered' or 'direct'")
+        return cls(
+            executors=executors,
+            profile=profile,
+            listen=bool(listen),
+            heartbeat=_positive(heartbeat, "heartbeat", 0.05, 3600),
+            poll=_positive(poll, "poll", 0.01, 600),
+            shutdown_grace=parse_duration(shutdown_grace, field="shutdown_grace", allow_zero=True),
+            host=_host_name(host) if host is not None else socket.gethostname()[:100],
+            retry_settles=bool(retry_settles),
+        )
+
+    @property
+    def lease(self) -> timedelta:
+        return self.heartbeat * LEASE_BEATS
+
+    @property
+    def dead_after(self) -> timedelta:
+        return self.heartbeat * DEAD_BEATS
+
+    @property
+    def prefetch(self) -> int:
+        """Claimed-ahead runs: buffered workers keep up to one batch leased and waiting; direct
+        ones start what they claim, so they claim only for free executors."""
+        return self.executors if self.profile == "buffered" else 0
+
+
+def _positive(value: Any, field: str, low: float, high: float) -> timedelta:
+    td = parse_duration(value, field=field)
+    if not low <= td.total_seconds() <= high:
+        raise ValidationError(
+            field, f"got {td.total_seconds():g} s", f"between {low:g} s and {high:g} s"
+        )
+    return td
+
+
+def _host_name(host: object) -> str:
+    """An explicit host label is shown to operators and stored: printable text, 1 to 100."""
+    if not isinstance(host, str) or not 1 <= len(host) <= 100 or not host.isprintable():
+        raise ValidationError("host", f"got {host!r:.80}", "1 to 100 printable characters")
+    return host
