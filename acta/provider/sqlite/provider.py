@@ -164,17 +164,22 @@ class SqliteProvider:
                         if attempt + 1 < _BUSY_RETRIES:
                             continue
                         raise self._locked(exc) from exc
-                    trouble = io_trouble(exc)
-                    if trouble is not None:
-                        raise DatabaseUnavailableError(
-                            f"cannot write to {self.where}: {trouble}"
-                        ) from exc
+                    unavailable = self._io_error(exc)
+                    if unavailable is not None:
+                        raise unavailable from exc
                     raise
                 except BaseException:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
                     raise
             raise AssertionError("unreachable")  # pragma: no cover
+
+    def _io_error(self, exc: BaseException) -> DatabaseUnavailableError | None:
+        """The typed error for a read-only, full, failing or unopenable file; None otherwise."""
+        trouble = io_trouble(exc) if isinstance(exc, sqlite3.Error) else None
+        if trouble is None:
+            return None
+        return DatabaseUnavailableError(f"cannot write to {self.where}: {trouble}")
 
     def _locked(self, exc: sqlite3.Error) -> DatabaseUnavailableError:
         """A write lock another connection kept past every retry: the database is unavailable
@@ -200,9 +205,9 @@ class SqliteProvider:
         except BaseException as exc:
             for sql in savepoint_undo(tx):
                 tx.execute(sql)
-            trouble = io_trouble(exc) if isinstance(exc, sqlite3.Error) else None
-            if trouble is not None:
-                raise DatabaseUnavailableError(f"cannot write to {self.where}: {trouble}") from exc
+            unavailable = self._io_error(exc)
+            if unavailable is not None:
+                raise unavailable from exc
             raise
         for sql in RELEASE:
             tx.execute(sql)
@@ -250,8 +255,8 @@ class SqliteProvider:
     def migrate(self) -> list[str]:
         with self._lock:
             conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
             try:
+                conn.execute("BEGIN IMMEDIATE")
                 conn.execute(_VERSION_TABLE.format(table=self.qualify("migrations")))
                 todo = self._plan(conn)
                 for m in todo:
@@ -264,8 +269,12 @@ class SqliteProvider:
                         (m.version, m.name, m.checksum),
                     )
                 conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
+            except BaseException as exc:
+                if conn.in_transaction:  # SQLite may have rolled back already (a full disk)
+                    conn.execute("ROLLBACK")
+                unavailable = self._io_error(exc)
+                if unavailable is not None:
+                    raise unavailable from exc
                 raise
         return [f"{m.version:04d}_{m.name}" for m in todo]
 
