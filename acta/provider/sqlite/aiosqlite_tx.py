@@ -3,13 +3,25 @@
 aiosqlite keeps its sqlite3 connection on a thread of its own, so acta cannot drive a verb on
 that connection from here. Each statement goes through aiosqlite's public async API instead,
 inside a savepoint of the caller's transaction, as the sync path does on a sqlite3 connection:
-the caller's commit or rollback decides for the job too.
+the caller's commit or rollback decides for the job too. The runner itself is the one in
+``transport``; this module only performs its calls with ``await``.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from acta.errors import DatabaseUnavailableError
+from acta.provider.sqlite.transport import (
+    RELEASE,
+    Call,
+    io_trouble,
+    op_calls,
+    savepoint_enter,
+    savepoint_undo,
+    transaction_instant,
+)
 from acta.provider.verb import Op, drive_async
 
 if TYPE_CHECKING:
@@ -17,7 +29,6 @@ if TYPE_CHECKING:
     from acta.provider.statements import Statements
 
 T = TypeVar("T")
-_SAVEPOINT = "acta_enqueue"
 
 
 def is_aiosqlite(conn: object) -> bool:
@@ -26,38 +37,40 @@ def is_aiosqlite(conn: object) -> bool:
     return kind.__module__.startswith("aiosqlite") and kind.__name__ == "Connection"
 
 
-async def run_in_aiosqlite(statements: Statements, make: VerbFactory[T], conn: Any) -> T:
-    if not conn.in_transaction and conn.isolation_level is not None:
-        # The driver opens transactions before the first write and the caller's commit or
-        # rollback closes them; the enqueue must belong to that transaction even when it is
-        # its first write.
-        await conn.execute(f"BEGIN {conn.isolation_level or ''}".rstrip())
-    await conn.execute(f"SAVEPOINT {_SAVEPOINT}")
+async def run_in_aiosqlite(
+    statements: Statements, make: VerbFactory[T], conn: Any, where: str
+) -> T:
+    """Run the verb ``make()`` in a savepoint of the caller's transaction on ``conn``; an I/O
+    failure of the file (``where``) is a DatabaseUnavailableError, as on acta's own path."""
+    for sql in savepoint_enter(conn):
+        await conn.execute(sql)
+    now = transaction_instant()
+
+    async def run_op(op: Op) -> Any:
+        return await drive_async(op_calls(statements, op, now), lambda call: _call(conn, call))
+
     try:
-        result = await drive_async(make(), lambda op: _run_op(statements, conn, op))
-    except BaseException:
-        await conn.execute(f"ROLLBACK TO {_SAVEPOINT}")
-        await conn.execute(f"RELEASE {_SAVEPOINT}")
+        result = await drive_async(make(), run_op)
+    except BaseException as exc:
+        for sql in savepoint_undo(conn):
+            await conn.execute(sql)
+        trouble = io_trouble(exc) if isinstance(exc, sqlite3.Error) else None
+        if trouble is not None:
+            raise DatabaseUnavailableError(f"cannot write to {where}: {trouble}") from exc
         raise
-    await conn.execute(f"RELEASE {_SAVEPOINT}")
+    for sql in RELEASE:
+        await conn.execute(sql)
     return result
 
 
-async def _run_op(statements: Statements, conn: Any, op: Op) -> Any:
-    from acta.provider.sqlite.provider import bind_params, shape_rows
-
-    sql = statements[op.statement].sql
-    if op.fetch == "many":
-        await conn.executemany(sql, [bind_params(p) for p in op.params])
+async def _call(conn: Any, call: Call) -> Any:
+    if call.kind == "many":
+        await conn.executemany(call.sql, call.params)
         return None
-    cursor = await conn.execute(sql, bind_params(op.params))
+    cursor = await conn.execute(call.sql, call.params)
     try:
-        if op.fetch == "rowcount":
-            count = cursor.rowcount
-            if count < 0:  # sqlite3 reports -1 for DML that starts with WITH
-                changes = await conn.execute("SELECT changes()")
-                count = (await changes.fetchone())[0]
-            return count
-        return shape_rows(cursor.description, list(await cursor.fetchall()), op.fetch)
+        if call.kind == "rowcount":
+            return cursor.rowcount
+        return cursor.description, list(await cursor.fetchall())
     finally:
         await cursor.close()

@@ -13,9 +13,8 @@ import asyncio
 import sqlite3
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from acta.clock import Clock
 from acta.errors import ConfigurationError, DatabaseUnavailableError, SchemaError
@@ -23,52 +22,23 @@ from acta.names import validate_schema_name
 from acta.provider import caller_tx, migrate
 from acta.provider.protocol import VerbFactory
 from acta.provider.sqlite.aiosqlite_tx import is_aiosqlite, run_in_aiosqlite
+from acta.provider.sqlite.transport import (
+    RELEASE,
+    call_sqlite3,
+    io_trouble,
+    is_busy,
+    op_calls,
+    savepoint_enter,
+    savepoint_undo,
+    transaction_instant,
+)
 from acta.provider.statements import Statements, replace_schema
-from acta.provider.verb import Op, drive
+from acta.provider.verb import drive
 
 T = TypeVar("T")
 
 PACKAGE = "acta.provider.sqlite"
 _BUSY_RETRIES = 5
-
-
-def _bind(value: object) -> object:
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            raise ValueError("naive datetimes cannot be bound; use timezone-aware UTC")
-        # Millisecond text sorts like the instant and matches strftime('%f').
-        return (
-            value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.")
-            + f"{value.microsecond // 1000:03d}"
-        )
-    return value
-
-
-def _instant(text: object) -> object:
-    if isinstance(text, str):
-        return datetime.fromisoformat(text).replace(tzinfo=UTC)
-    return text
-
-
-def bind_params(params: Any) -> dict[str, object]:
-    """One statement's parameters as sqlite3 takes them (instants as millisecond text)."""
-    return {k: _bind(v) for k, v in params.items()}
-
-
-def shape_rows(description: Any, raw_rows: list[Any], fetch: str) -> Any:
-    """Rows as dicts, instants (columns ``at`` and ``*_at``) as aware UTC datetimes; the first
-    row or None for ``fetch == "one"``."""
-    names = [d[0] for d in description] if description else []
-    timed = [i for i, n in enumerate(names) if n == "at" or n.endswith("_at")]
-    out = []
-    for raw in raw_rows:
-        row = dict(zip(names, raw, strict=True))
-        for i in timed:
-            row[names[i]] = _instant(raw[i])
-        out.append(row)
-    if fetch == "one":
-        return out[0] if out else None
-    return out
 
 
 class SqliteProvider:
@@ -123,6 +93,7 @@ class SqliteProvider:
                 raise DatabaseUnavailableError(
                     f"cannot open {self.where}: folder {self.path.parent} does not exist"
                 )
+            conn: sqlite3.Connection | None = None
             try:
                 conn = sqlite3.connect(
                     self.path,
@@ -132,7 +103,10 @@ class SqliteProvider:
                 )
                 self.configure(conn)
             except sqlite3.Error as exc:
-                raise DatabaseUnavailableError(f"cannot open {self.where}: {exc}") from exc
+                if conn is not None:
+                    conn.close()  # a half-configured connection must not keep the file open
+                why = io_trouble(exc) or str(exc)
+                raise DatabaseUnavailableError(f"cannot open {self.where}: {why}") from exc
             self._conn = conn
         return self._conn
 
@@ -161,23 +135,14 @@ class SqliteProvider:
 
     # -- running verbs --------------------------------------------------------------------
 
-    def _run_op(self, conn: sqlite3.Connection, op: Op) -> Any:
-        statement = self.statements[op.statement]
-        if op.fetch == "many":
-            rows = [bind_params(p) for p in op.params]
-            conn.executemany(statement.sql, rows)
-            return None
-        params = bind_params(op.params)
-        cur = conn.execute(statement.sql, params)
-        if op.fetch == "rowcount":
-            count = cur.rowcount
-            cur.close()
-            if count < 0:
-                # Python's sqlite3 reports -1 for DML that starts with WITH; ask SQLite itself.
-                count = conn.execute("SELECT changes()").fetchone()[0]
-            return count
-        # All rows, even for "one": the statement must finish so RETURNING writes complete.
-        return shape_rows(cur.description, cur.fetchall(), op.fetch)
+    def _drive(self, conn: sqlite3.Connection, make: VerbFactory[T]) -> T:
+        """Run the verb ``make()`` on ``conn`` inside the transaction the caller opened; every
+        statement binds the one instant read here (see ``transaction_instant``)."""
+        now = transaction_instant()
+        return drive(
+            make(),
+            lambda op: drive(op_calls(self.statements, op, now), lambda c: call_sqlite3(conn, c)),
+        )
 
     def run(self, make: VerbFactory[T], *, tx: object | None = None) -> T:
         if tx is not None:
@@ -187,30 +152,36 @@ class SqliteProvider:
             for attempt in range(_BUSY_RETRIES):
                 try:
                     conn.execute("BEGIN IMMEDIATE")
-                except sqlite3.OperationalError as exc:
-                    if not _is_busy(exc):
-                        raise
-                    if attempt + 1 < _BUSY_RETRIES:
-                        continue
-                    raise self._unavailable(exc) from exc
-                try:
-                    result = drive(make(), lambda op: self._run_op(conn, op))
+                    result = self._drive(conn, make)
                     conn.execute("COMMIT")
                     return result
-                except sqlite3.OperationalError as exc:
-                    conn.execute("ROLLBACK")
-                    if not _is_busy(exc):
-                        raise
-                    if attempt + 1 < _BUSY_RETRIES:
-                        continue
-                    raise self._unavailable(exc) from exc
+                except sqlite3.Error as exc:
+                    # SQLite has already rolled back after some errors (a full disk, an I/O
+                    # error); a second ROLLBACK would hide the cause behind "no transaction".
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    if is_busy(exc):
+                        if attempt + 1 < _BUSY_RETRIES:
+                            continue
+                        raise self._locked(exc) from exc
+                    unavailable = self._io_error(exc)
+                    if unavailable is not None:
+                        raise unavailable from exc
+                    raise
                 except BaseException:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
                     raise
             raise AssertionError("unreachable")  # pragma: no cover
 
-    def _unavailable(self, exc: sqlite3.OperationalError) -> DatabaseUnavailableError:
+    def _io_error(self, exc: BaseException) -> DatabaseUnavailableError | None:
+        """The typed error for a read-only, full, failing or unopenable file; None otherwise."""
+        trouble = io_trouble(exc) if isinstance(exc, sqlite3.Error) else None
+        if trouble is None:
+            return None
+        return DatabaseUnavailableError(f"cannot write to {self.where}: {trouble}")
+
+    def _locked(self, exc: sqlite3.Error) -> DatabaseUnavailableError:
         """A write lock another connection kept past every retry: the database is unavailable
         for now (typed, so callers and the worker can wait and try again)."""
         waited = self._busy_ms / 1000 * _BUSY_RETRIES
@@ -227,28 +198,26 @@ class SqliteProvider:
                 "or Session (sync calls), or a SQLAlchemy AsyncConnection or AsyncSession on "
                 f"aiosqlite (async calls), not {type(tx).__module__}.{type(tx).__qualname__}"
             )
-        if not tx.in_transaction and _begins_implicitly(tx):
-            # Python's default mode opens a transaction before the first write and leaves it
-            # to the caller's commit() or rollback(); the enqueue must belong to it too, even
-            # when it is that first write.
-            tx.execute(f"BEGIN {tx.isolation_level or ''}".rstrip())
-        # A savepoint keeps the batch atomic inside the caller's transaction, and makes it a
-        # transaction of its own when the caller had none open (autocommit connections).
-        tx.execute("SAVEPOINT acta_enqueue")
+        for sql in savepoint_enter(tx):
+            tx.execute(sql)
         try:
-            result = drive(make(), lambda op: self._run_op(tx, op))
-        except BaseException:
-            tx.execute("ROLLBACK TO acta_enqueue")
-            tx.execute("RELEASE acta_enqueue")
+            result = self._drive(tx, make)
+        except BaseException as exc:
+            for sql in savepoint_undo(tx):
+                tx.execute(sql)
+            unavailable = self._io_error(exc)
+            if unavailable is not None:
+                raise unavailable from exc
             raise
-        tx.execute("RELEASE acta_enqueue")
+        for sql in RELEASE:
+            tx.execute(sql)
         return result
 
     async def run_async(self, make: VerbFactory[T], *, tx: object | None = None) -> T:
         if tx is not None:
             conn = await caller_tx.unwrap_async(tx)
             if is_aiosqlite(conn):
-                return await run_in_aiosqlite(self.statements, make, conn)
+                return await run_in_aiosqlite(self.statements, make, conn, self.where)
             return self._run_in_caller_tx(make, conn)
         if self._thread is None:
             self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="acta-sqlite")
@@ -286,8 +255,8 @@ class SqliteProvider:
     def migrate(self) -> list[str]:
         with self._lock:
             conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
             try:
+                conn.execute("BEGIN IMMEDIATE")
                 conn.execute(_VERSION_TABLE.format(table=self.qualify("migrations")))
                 todo = self._plan(conn)
                 for m in todo:
@@ -300,8 +269,12 @@ class SqliteProvider:
                         (m.version, m.name, m.checksum),
                     )
                 conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
+            except BaseException as exc:
+                if conn.in_transaction:  # SQLite may have rolled back already (a full disk)
+                    conn.execute("ROLLBACK")
+                unavailable = self._io_error(exc)
+                if unavailable is not None:
+                    raise unavailable from exc
                 raise
         return [f"{m.version:04d}_{m.name}" for m in todo]
 
@@ -339,18 +312,6 @@ _VERSION_TABLE = (
     "    applied_at TEXT NOT NULL\n"
     ")"
 )
-
-
-def _begins_implicitly(conn: sqlite3.Connection) -> bool:
-    """Whether the driver, not the caller, opens this connection's transactions."""
-    legacy = getattr(sqlite3, "LEGACY_TRANSACTION_CONTROL", -1)
-    mode = getattr(conn, "autocommit", legacy)  # Python 3.12+: True, False or legacy
-    return mode is False or (mode == legacy and conn.isolation_level is not None)
-
-
-def _is_busy(exc: sqlite3.OperationalError) -> bool:
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text
 
 
 def split_statements(script: str) -> list[str]:
