@@ -24,16 +24,34 @@ if TYPE_CHECKING:
     from acta.app import Acta
     from acta.clock import ManualClock
     from acta.provider.protocol import Provider
+    from acta.provider.registry import ProviderEntry
+    from acta.provider.testing import TestLedgers
     from acta_testing.host import AsyncHost, Host
     from acta_testing.schemas import PostgresSchemas
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 _HOSTS = pytest.StashKey[list[Any]]()
-PROVIDERS = ("sqlite", "postgres", "sqlserver")
+_LEDGERS = pytest.StashKey[dict[str, Any]]()
+# A provider the suite knows but acta does not have yet: its specs skip with SQLSERVER_MISSING.
+MISSING_PROVIDERS = ("sqlserver",)
 DEFAULT_POSTGRES_DSN = "postgresql://postgres@127.0.0.1:5432/test"
 CONFORMANCE = "acta_conformance"
 SQLSERVER_MISSING = "the SQL Server provider is not implemented yet"
 POSTGRES_MISSING = "PostgreSQL is not available: "
+UNAVAILABLE = " is not available: "  # "<title> is not available: <why>", as POSTGRES_MISSING
+
+
+def _providers() -> tuple[str, ...]:
+    """The ``--acta-provider`` choices: every registered provider, then the missing ones."""
+    from acta.provider import registry
+
+    return registry.names() + MISSING_PROVIDERS
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PROVIDERS":  # the old constant, computed from the registry
+        return _providers()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -41,7 +59,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--acta-provider",
         default=None,
-        choices=PROVIDERS,
+        # No argparse choices: they come from acta's provider registry, and importing acta
+        # for every pytest run of a project that has it installed is what this plugin avoids.
+        # chosen_provider() checks the name when a fixture first needs it.
         help="database provider for acta fixtures (default: $ACTA_TEST_PROVIDER or sqlite)",
     )
     group.addoption(
@@ -81,12 +101,19 @@ def acta_clock() -> ManualClock:
 def chosen_provider(config: pytest.Config) -> str:
     """The provider of this session: ``--acta-provider``, else ``$ACTA_TEST_PROVIDER``, else
     sqlite."""
-    name = config.getoption("acta_provider") or os.environ.get("ACTA_TEST_PROVIDER") or "sqlite"
-    if name not in PROVIDERS:
+    name = _chosen_name(config)
+    if name not in _providers():
         raise pytest.UsageError(
-            f"acta provider {name!r} is not one of {', '.join(PROVIDERS)} (ACTA_TEST_PROVIDER)"
+            f"acta provider {name!r} is not one of {', '.join(_providers())} (ACTA_TEST_PROVIDER)"
         )
     return str(name)
+
+
+def _chosen_name(config: pytest.Config) -> str:
+    """The provider name asked for, unchecked (checking it imports acta)."""
+    return str(
+        config.getoption("acta_provider") or os.environ.get("ACTA_TEST_PROVIDER") or "sqlite"
+    )
 
 
 def _skip_or_fail(reason: str) -> None:
@@ -96,44 +123,79 @@ def _skip_or_fail(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
-def _acta_postgres_schemas(request: pytest.FixtureRequest) -> Iterator[PostgresSchemas]:
-    """This test process's pool of migrated PostgreSQL schemas (see acta_testing.schemas)."""
-    from acta_testing.schemas import PostgresSchemas, PostgresUnavailable
+def _entry(name: str) -> ProviderEntry:
+    from acta.provider import registry
 
-    dsn = postgres_dsn(request.config.getoption("acta_dsn"))
-    try:
-        schemas = PostgresSchemas(dsn, os.environ.get("PYTEST_XDIST_WORKER", "main"))
-    except PostgresUnavailable as exc:
-        _skip_or_fail(f"{POSTGRES_MISSING}{exc}")
-    yield schemas
-    problems = schemas.finish()
+    return registry.entry(name)
+
+
+def _server(name: str) -> bool:
+    """Whether ``name`` is a registered provider that needs a database server."""
+    from acta.provider import registry
+
+    return name in registry.names() and _entry(name).support().server
+
+
+def _ledgers(request: pytest.FixtureRequest, name: str) -> TestLedgers:
+    """The test ledgers of provider ``name`` for this session (made on first use, released by
+    ``_acta_ledger_sessions`` at the end); skips, or fails under CI=true, when the provider
+    cannot run here."""
+    from acta.provider.testing import ProviderUnavailable
+
+    opened: dict[str, Any] = request.getfixturevalue("_acta_ledger_sessions")
+    found = opened.get(name)
+    if isinstance(found, str):
+        _skip_or_fail(found)  # the first attempt said why; do not try again for every test
+    if found is None:
+        entry = _entry(name)
+        dsn = postgres_dsn(request.config.getoption("acta_dsn"))
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        try:
+            base = request.getfixturevalue("tmp_path_factory").getbasetemp()
+            found = entry.support().open_session(dsn, worker, base)
+        except ProviderUnavailable as exc:
+            opened[name] = f"{entry.title}{UNAVAILABLE}{exc}"
+            _skip_or_fail(opened[name])
+        opened[name] = found
+    return found  # type: ignore[return-value]
+
+
+@pytest.fixture(scope="session")
+def _acta_ledger_sessions() -> Iterator[dict[str, Any]]:
+    """Each provider's test ledgers of this session, by name; all released at the end."""
+    opened: dict[str, Any] = {}
+    yield opened
+    problems = [
+        p for found in opened.values() if not isinstance(found, str) for p in found.finish()
+    ]
     if problems:
-        pytest.fail("acta test schemas: " + "; ".join(problems), pytrace=False)
+        pytest.fail("acta test ledgers: " + "; ".join(problems), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def _acta_postgres_schemas(request: pytest.FixtureRequest) -> PostgresSchemas:
+    """This test process's pool of migrated PostgreSQL schemas, for tests about PostgreSQL
+    itself, whatever the chosen provider (see acta.provider.postgres.testing)."""
+    found: PostgresSchemas = _ledgers(request, "postgres")  # type: ignore[assignment]
+    return found
 
 
 @pytest.fixture
-def acta_provider(
-    request: pytest.FixtureRequest, tmp_path: Any, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Provider]:
+def _acta_ledgers(request: pytest.FixtureRequest) -> TestLedgers:
+    """The chosen provider's test ledgers (skips on a provider acta does not have yet)."""
+    chosen = chosen_provider(request.config)
+    if chosen in MISSING_PROVIDERS:
+        pytest.skip(SQLSERVER_MISSING)
+    return _ledgers(request, chosen)
+
+
+@pytest.fixture
+def acta_provider(_acta_ledgers: TestLedgers, tmp_path: Any) -> Iterator[Provider]:
     """A fresh, migrated ledger for this test only, on the provider chosen with
     ``--acta-provider`` / ``$ACTA_TEST_PROVIDER`` (sqlite by default) and, for servers,
     ``--acta-dsn`` / ``$ACTA_TEST_DSN``."""
-    chosen = chosen_provider(request.config)
-    if chosen == "sqlserver":
-        pytest.skip(SQLSERVER_MISSING)
-    if chosen == "postgres":
-        schemas: PostgresSchemas = request.getfixturevalue("_acta_postgres_schemas")
-        with schemas.provider(max_connections=4) as pg:
-            yield pg
-        return
-    from acta.provider.sqlite import SqliteProvider
-    from acta_testing.schemas import sqlite_copy
-
-    base = tmp_path_factory.getbasetemp()
-    provider = SqliteProvider(sqlite_copy(base, tmp_path / "ledger.sqlite3"))
-    yield provider
-    provider.close()
+    with _acta_ledgers.ledger(tmp_path) as provider:
+        yield provider
 
 
 @pytest.fixture
@@ -177,7 +239,7 @@ def acta_async_host(
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Specs cannot run on a provider that does not exist yet: say so on each of them."""
-    if chosen_provider(config) != "sqlserver":
+    if _chosen_name(config) not in MISSING_PROVIDERS:
         return
     skip = pytest.mark.skip(reason=SQLSERVER_MISSING)
     for item in items:
@@ -202,15 +264,22 @@ def pytest_runtest_makereport(
         and not hasattr(report, "wasxfail")
         and _ci()
         and item.get_closest_marker(CONFORMANCE) is not None
-        and chosen_provider(item.config) == "postgres"
+        and _server(chosen_provider(item.config))
     ):
-        # A spec that skips on PostgreSQL in CI proves nothing: it fails, with the reason.
+        # A spec that skips on a server provider in CI proves nothing: it fails, with the reason.
+        title = _entry(chosen_provider(item.config)).title
         report.outcome = "failed"
         report.longrepr = (
-            f"skipped on PostgreSQL: {_skip_reason(report)} "
-            "(CI=true: a conformance spec that skips on PostgreSQL is a failure)"
+            f"skipped on {title}: {_skip_reason(report)} "
+            f"(CI=true: a conformance spec that skips on {title} is a failure)"
         )
     return report
+
+
+def _titles() -> set[str]:
+    from acta.provider import registry
+
+    return {e.title for e in registry.entries()}
 
 
 def _skip_reason(report: pytest.TestReport) -> str:
@@ -221,18 +290,19 @@ def _skip_reason(report: pytest.TestReport) -> str:
 
 class _Tally:
     """Counts the specs of this session per outcome (on the xdist controller too, which sees
-    every worker's reports) and remembers why PostgreSQL did not run, if it did not."""
+    every worker's reports) and remembers why a provider (PostgreSQL, say) did not run."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.specs: dict[str, str] = {}
-        self.no_postgres = ""
+        self.not_run: dict[str, str] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.skipped and not hasattr(report, "wasxfail"):
             reason = _skip_reason(report)
-            if reason.startswith(POSTGRES_MISSING):
-                self.no_postgres = reason.removeprefix(POSTGRES_MISSING)
+            title, found, why = reason.partition(UNAVAILABLE)
+            if found and title in _titles():
+                self.not_run[title] = why
         if CONFORMANCE not in report.keywords:
             return
         if report.failed:
@@ -259,9 +329,7 @@ class _Tally:
             skipped = outcomes.count("skipped")
             line = f"acta conformance: {', '.join(parts)} on {provider} ({skipped} skipped)"
             failed = "failed" in outcomes
-            warn = not failed and skipped > 0 and provider == "postgres"
+            warn = not failed and skipped > 0 and _server(provider)
             terminalreporter.write_line(line, red=failed, yellow=warn, bold=True)
-        if self.no_postgres:
-            terminalreporter.write_line(
-                f"acta: PostgreSQL was not run: {self.no_postgres}", yellow=True, bold=True
-            )
+        for title, why in self.not_run.items():
+            terminalreporter.write_line(f"acta: {title} was not run: {why}", yellow=True, bold=True)

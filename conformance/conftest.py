@@ -2,10 +2,11 @@
 
 Each spec is written once and runs on the provider chosen with ``--acta-provider`` (see
 docs/internals/design.md, "Conformance"). ``ledger`` reads the test's ledger the way an operator
-would, through a connection of its own (sqlite3 on the file, psycopg on the test's schema),
-never through the code under test. Its SQL is written once for every provider, in the dialect
-of acta's own .sql files: ``{schema}.`` before each ledger table or view and ``:name``
-placeholders with a dict of parameters::
+would, through a connection of its own (the provider's operator connection from its test
+support: sqlite3 on the file, psycopg on the test's schema), never through the code under
+test. Its SQL is written once for every provider, in the dialect of acta's own .sql files:
+``{schema}.`` before each ledger table or view and ``:name`` placeholders with a dict of
+parameters::
 
     ledger.value("SELECT count(*) FROM {schema}.jobs_view WHERE status = :status",
                  {"status": "ready"})
@@ -16,12 +17,9 @@ specs about naming and creating one.
 
 from __future__ import annotations
 
-import secrets
-import sqlite3
 from collections.abc import Iterator, Mapping
-from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -29,6 +27,11 @@ from acta.provider.protocol import Provider
 from acta_testing import LedgerLocation, ledger_location
 from acta_testing.plugin import CONFORMANCE, chosen_provider
 from acta_testing.schemas import LEDGER_TABLES
+
+if TYPE_CHECKING:
+    from acta.provider.testing import TestLedgers
+
+__all__ = ["FreshDatabase", "Ledger"]
 
 HERE = Path(__file__).parent
 TABLES = LEDGER_TABLES
@@ -45,30 +48,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _provider_is_there(request: pytest.FixtureRequest) -> None:
+def _provider_is_there(_acta_ledgers: TestLedgers) -> None:
     """A spec that needs no ledger still says which provider it ran on: without the server
     it skips (fails under CI=true) like the specs that do need one."""
-    if chosen_provider(request.config) == "postgres":
-        request.getfixturevalue("_acta_postgres_schemas")
 
 
 class Ledger:
     """Direct access to one test's ledger, whatever the provider."""
 
-    def __init__(self, location: LedgerLocation) -> None:
+    def __init__(self, location: LedgerLocation, ledgers: TestLedgers) -> None:
         self.location = location
         self.dialect = location.dialect
-        self._pg: Any = None  # one psycopg connection per test, opened on first use
+        self._operator = ledgers.operator(location)
         self._undo: list[str] = []
 
     # -- reading and writing ----------------------------------------------------------------
 
     def rows(self, sql: str, params: Params | None = None) -> list[tuple[Any, ...]]:
-        text = self.location.prepare(sql)
-        if self.dialect == "sqlite":
-            with closing(sqlite3.connect(self._path)) as conn:
-                return conn.execute(text, dict(params or {})).fetchall()
-        return list(self._postgres().execute(text, dict(params or {})).fetchall())
+        return self._operator.rows(self.location.prepare(sql), params or {})
 
     def value(self, sql: str, params: Params | None = None) -> Any:
         [[found]] = self.rows(sql, params)
@@ -76,25 +73,11 @@ class Ledger:
 
     def execute(self, sql: str, params: Params | None = None) -> int:
         """Run one statement in a transaction of its own; returns the number of rows changed."""
-        text = self.location.prepare(sql)
-        if self.dialect == "sqlite":
-            with closing(sqlite3.connect(self._path, isolation_level=None)) as conn:
-                conn.execute("PRAGMA foreign_keys = ON")  # as acta's own connections have it
-                conn.execute("BEGIN IMMEDIATE")
-                changed = conn.execute(text, dict(params or {})).rowcount
-                conn.execute("COMMIT")
-                return changed
-        conn = self._postgres()
-        with conn.transaction():
-            return int(conn.execute(text, dict(params or {})).rowcount)
+        return self._operator.execute(self.location.prepare(sql), params or {})
 
     def integrity_error(self) -> type[Exception]:
         """The driver's error for a write the schema's constraints refuse."""
-        if self.dialect == "sqlite":
-            return sqlite3.IntegrityError
-        import psycopg
-
-        return psycopg.IntegrityError
+        return self._operator.integrity_error
 
     def count(self, table: str) -> int:
         assert table in TABLES, table
@@ -122,61 +105,20 @@ class Ledger:
         error class, which is what the caller then sees. Undone when the test ends."""
         assert table in TABLES and "'" not in message, (table, message)
         name = f"acta_test_refuse_{table}"
-        if self.dialect == "sqlite":
-            self.execute(
-                f"CREATE TRIGGER {name} BEFORE INSERT ON {{schema}}.{table} WHEN {when} "
-                f"BEGIN SELECT RAISE(ABORT, '{message}'); END"
-            )
-            self._undo.append(f"DROP TRIGGER IF EXISTS {name}")
-            return sqlite3.IntegrityError
-        import psycopg
-
-        self.execute(
-            f"CREATE FUNCTION {{schema}}.{name}() RETURNS trigger LANGUAGE plpgsql AS $body$ "
-            f"BEGIN IF {when} THEN "
-            f"RAISE EXCEPTION '{message}' USING ERRCODE = 'check_violation'; "
-            "END IF; RETURN NEW; END $body$"
-        )
-        self._undo.append(f"DROP FUNCTION IF EXISTS {{schema}}.{name}() CASCADE")
-        self.execute(
-            f"CREATE TRIGGER {name} BEFORE INSERT ON {{schema}}.{table} "
-            f"FOR EACH ROW EXECUTE FUNCTION {{schema}}.{name}()"
-        )
-        return psycopg.IntegrityError
-
-    # -- connections --------------------------------------------------------------------------
-
-    @property
-    def _path(self) -> Path:
-        assert self.location.path is not None
-        return self.location.path
-
-    def _postgres(self) -> Any:
-        if self._pg is None:
-            import psycopg
-
-            self._pg = psycopg.connect(
-                self.location.dsn or "",
-                autocommit=True,
-                application_name="acta-test-operator",
-                connect_timeout=10,
-            )
-            # A statement stuck behind a lock the code under test leaked fails, not hangs.
-            self._pg.execute("SET lock_timeout = '10s'")
-        return self._pg
+        self._undo.extend(self._operator.refuse_inserts(table, name, when, message))
+        return self._operator.integrity_error
 
     def close(self) -> None:
         try:
             for statement in reversed(self._undo):
                 self.execute(statement)
         finally:
-            if self._pg is not None:
-                self._pg.close()
+            self._operator.close()
 
 
 @pytest.fixture
-def ledger(acta_provider: Provider) -> Iterator[Ledger]:
-    found = Ledger(ledger_location(acta_provider))
+def ledger(acta_provider: Provider, _acta_ledgers: TestLedgers) -> Iterator[Ledger]:
+    found = Ledger(ledger_location(acta_provider), _acta_ledgers)
     yield found
     found.close()
 
@@ -184,86 +126,39 @@ def ledger(acta_provider: Provider) -> Iterator[Ledger]:
 class FreshDatabase:
     """A database of the chosen provider with no ledger of this test in it yet, for specs about
     naming, creating and migrating one. ``target`` is what ``Acta(...)`` takes (a SQLite path
-    or the PostgreSQL DSN); schemas made through ``schema()`` are dropped when the test ends."""
+    or the server DSN); schemas made through ``schema()`` are dropped when the test ends. The
+    provider's test support does the work (acta.provider.testing.FreshDatabase)."""
 
-    def __init__(self, dialect: str, target: str, folder: Path | None = None) -> None:
+    def __init__(self, dialect: str, ledgers: TestLedgers, folder: Path) -> None:
         self.dialect = dialect
-        self.target = target
-        self._folder = folder
-        self._made: list[str] = []
-        self._dsn = target
-        if dialect == "postgres":
-            from acta.provider.postgres.connect import Target
-
-            self._dsn = Target(target).dsn  # what libpq accepts, whatever scheme was given
+        self._fresh = ledgers.fresh_database(folder)
+        self.target = self._fresh.target
 
     def schema(self, name: str) -> str:
-        """A schema name this test may create (PostgreSQL: unique, and dropped afterwards)."""
-        if self.dialect == "sqlite":
-            return name
-        made = f"acta_t_{secrets.token_hex(3)}_{name}"
-        self._made.append(made)
-        return made
+        """A schema name this test may create (on a server: unique, and dropped afterwards)."""
+        return self._fresh.schema(name)
 
     def qualified(self, schema: str, name: str) -> str:
         """How this dialect names the ledger table ``name`` of ``schema`` in SQL."""
-        return f"{schema}_{name}" if self.dialect == "sqlite" else f"{schema}.{name}"
+        return self._fresh.qualified(schema, name)
 
     def missing_tables(self, schema: str) -> set[str]:
         """The ledger tables ``schema`` lacks."""
-        return set(TABLES) - self._tables(schema)
-
-    def _tables(self, schema: str) -> set[str]:
-        if self.dialect == "sqlite":
-            with closing(sqlite3.connect(self.target)) as conn:
-                rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-                prefix = f"{schema}_"
-                return {n.removeprefix(prefix) for (n,) in rows if n.startswith(prefix)}
-        rows = self._postgres("SELECT tablename FROM pg_tables WHERE schemaname = %s", [schema])
-        return {name for (name,) in rows}
+        return set(TABLES) - self._fresh.tables(schema)
 
     def contents(self) -> frozenset[str]:
-        """What exists now: the files of the test's folder on SQLite; on PostgreSQL the schemas
+        """What exists now: the files of the test's folder on SQLite; on a server its schemas
         (other than the test and benchmark schemas concurrent sessions come and go with)."""
-        if self.dialect == "sqlite":
-            assert self._folder is not None
-            return frozenset(p.name for p in self._folder.iterdir())
-        rows = self._postgres(
-            "SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'acta\\_t\\_%' "
-            "AND nspname NOT LIKE 'acta\\_bench\\_%' AND nspname NOT LIKE 'pg\\_temp\\_%' "
-            "AND nspname NOT LIKE 'pg\\_toast\\_temp\\_%'"
-        )
-        return frozenset(name for (name,) in rows)
-
-    def _postgres(self, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
-        import psycopg
-
-        with psycopg.connect(
-            self._dsn, autocommit=True, application_name="acta-test-operator"
-        ) as conn:
-            return conn.execute(sql, params).fetchall()
+        return self._fresh.contents()
 
     def close(self) -> None:
-        if self._made:
-            import psycopg
-            from psycopg import sql
-
-            with psycopg.connect(self._dsn, autocommit=True) as conn:
-                for name in self._made:
-                    conn.execute(
-                        sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name))
-                    )
+        self._fresh.close()
 
 
 @pytest.fixture
-def fresh_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FreshDatabase]:
-    dialect = chosen_provider(request.config)
-    if dialect == "postgres":
-        schemas = request.getfixturevalue("_acta_postgres_schemas")
-        found = FreshDatabase("postgres", schemas.dsn)
-    else:
-        folder = tmp_path / "fresh"
-        folder.mkdir()
-        found = FreshDatabase("sqlite", str(folder / "jobs.sqlite3"), folder)
+def fresh_database(
+    request: pytest.FixtureRequest, _acta_ledgers: TestLedgers, tmp_path: Path
+) -> Iterator[FreshDatabase]:
+    found = FreshDatabase(chosen_provider(request.config), _acta_ledgers, tmp_path)
     yield found
     found.close()

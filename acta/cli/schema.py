@@ -8,7 +8,6 @@ DBAs apply schema changes themselves.
 from __future__ import annotations
 
 import argparse
-import importlib
 
 from acta.app import Acta
 from acta.cli.common import (
@@ -19,11 +18,8 @@ from acta.cli.common import (
 )
 from acta.errors import ConfigurationError
 from acta.names import validate_schema_name
+from acta.provider import registry
 from acta.provider.protocol import Provider
-
-DIALECTS = ("sqlite", "postgres")
-# Providers are built without connecting; this target only satisfies their constructors.
-_PLACEHOLDER = {"sqlite": "acta-schema-review.sqlite3", "postgres": "postgresql://localhost/acta"}
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -48,7 +44,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="print the full provisioning SQL",
         description="Print the SQL that creates the ledger schema; nothing is connected to.",
     )
-    sql.add_argument("--dialect", choices=DIALECTS, default="sqlite", help="default: sqlite")
+    names = registry.names()
+    sql.add_argument("--dialect", choices=names, default=names[0], help=f"default: {names[0]}")
     sql.add_argument("--schema", default="acta", help="schema name (default: acta)")
     sql.set_defaults(**{HANDLER: sql_command})
 
@@ -79,19 +76,17 @@ def sql_command(args: argparse.Namespace, host_app: Acta | None) -> int:
 
 def provisioning_sql(dialect: str, schema: str) -> str:
     """The provisioning script of ``dialect`` for ``schema``, without a connection."""
-    if dialect == "postgres":
-        try:
-            # The PostgreSQL provider is optional: its driver comes with the postgres extra.
-            module = importlib.import_module("acta.provider.postgres")
-            getattr(module, "PostgresProvider")  # noqa: B009 - an ImportError by another name
-        except (ImportError, AttributeError) as exc:
-            raise ConfigurationError(
-                "the PostgreSQL schema needs the postgres extra: pip install 'acta[postgres]' "
-                f"({exc})"
-            ) from None
-    from acta.provider.factory import open_provider
-
-    provider: Provider = open_provider(_PLACEHOLDER[dialect], schema=schema)
+    entry = registry.entry(dialect)
+    try:
+        # Built without connecting: the entry's placeholder only satisfies the constructor.
+        provider: Provider = entry.open(entry.placeholder, schema=schema)
+    except ConfigurationError as exc:
+        if entry.extra is None:
+            raise
+        raise ConfigurationError(
+            f"the {entry.title} schema needs the {entry.extra} extra: "
+            f"pip install 'acta[{entry.extra}]' ({exc})"
+        ) from None
     try:
         return provider.provisioning_sql()
     finally:

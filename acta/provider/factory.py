@@ -1,17 +1,23 @@
-"""Choosing a provider from what the user typed: a path, ``sqlite:///...`` or a PostgreSQL URL."""
+"""Choosing a provider from what the user typed: a path, ``sqlite:///...`` or a server URL.
+
+The choice itself is the registry's (acta.provider.registry): each provider says which targets
+it accepts and how it is built.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from acta.errors import ConfigurationError
+from acta.provider import registry
 from acta.provider.protocol import Provider
+from acta.provider.sqlite import sqlite_path
+
+__all__ = ["DEFAULT_DATABASE", "ENV_DATABASE", "open_provider", "resolve_database", "sqlite_path"]
 
 DEFAULT_DATABASE = "acta.sqlite3"
 ENV_DATABASE = "ACTA_DATABASE"
-_POSTGRES_SCHEMES = ("postgresql://", "postgres://", "postgresql+psycopg://")
 
 
 def resolve_database(database: str | Path | None) -> str:
@@ -21,39 +27,7 @@ def resolve_database(database: str | Path | None) -> str:
     return str(database)
 
 
-def sqlite_path(database: str) -> str | None:
-    """The file path of a SQLite target, or None if ``database`` names another kind."""
-    if database.startswith("sqlite:///"):
-        return database[len("sqlite:///") :]
-    if database.startswith("sqlite://"):
-        raise ConfigurationError(
-            f"{database!r}: write sqlite:///relative/path.db or sqlite:////absolute/path.db"
-        )
-    if database.startswith("sqlite:"):
-        return database[len("sqlite:") :]
-    if "://" in database:
-        return None
-    return database
-
-
 def open_provider(database: str | Path | None, *, schema: str = "acta", **options: Any) -> Provider:
     """Build (without connecting) the provider for ``database``."""
     target = resolve_database(database)
-    if target.startswith(_POSTGRES_SCHEMES) or target.startswith(("host=", "dbname=")):
-        try:
-            from acta.provider.postgres import PostgresProvider
-        except ImportError as exc:
-            raise ConfigurationError(
-                f"PostgreSQL support needs the postgres extra: pip install 'acta[postgres]' ({exc})"
-            ) from exc
-        pg_options = {k: v for k, v in options.items() if k not in ("durability",)}
-        return cast(Provider, PostgresProvider(target, schema=schema, **pg_options))
-    path = sqlite_path(target)
-    if path is None:
-        raise ConfigurationError(
-            f"unsupported database {target!r}: use a SQLite path (sqlite:///jobs.db) or a "
-            "postgresql:// URL"
-        )
-    from acta.provider.sqlite import SqliteProvider
-
-    return SqliteProvider(path, schema=schema, **options)
+    return registry.for_target(target).open(target, schema=schema, **options)

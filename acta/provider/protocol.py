@@ -9,6 +9,7 @@ means or which events to write was decided before the verb was built.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from acta.provider.verb import Verb
@@ -36,13 +37,25 @@ SERVER_STATEMENTS = frozenset(
 )
 
 
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a provider offers beyond the portable statements."""
+
+    fused: bool = False
+    """The fused server statements (SERVER_STATEMENTS) exist: whole batches in one round trip."""
+    notify: bool = False
+    """``bell()`` returns a bell (LISTEN/NOTIFY) that rings when another process enqueues."""
+
+
 class Provider(Protocol):
     """A database backend for the ledger."""
 
     dialect: str
     schema: str
+    capabilities: Capabilities
     features: frozenset[str]
-    """"fused": the fused statements exist; "notify": ``notify_ready`` rings a bell."""
+    """"fused": the fused statements exist; "notify": ``notify_ready`` rings a bell (the same
+    as ``capabilities``, which replaces it)."""
     channel: str
     """The notification channel of this ledger (meaningful with the "notify" feature)."""
 

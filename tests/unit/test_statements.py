@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from acta.provider import registry
 from acta.provider.protocol import SERVER_STATEMENTS
+from acta.provider.registry import ProviderEntry
 from acta.provider.statements import Statements, convert_params
 
 
@@ -47,19 +49,24 @@ def test_quotes_and_comments_hide_colons_and_percent_signs_are_doubled() -> None
     assert "LIKE 'x%%'" in sql and sql.endswith("k = %(k)s")
 
 
-def _names(package: str, style: str) -> frozenset[str]:
-    return Statements(package, lambda text: text, style).names()
+def _names(entry: ProviderEntry) -> frozenset[str]:
+    return Statements(entry.package, lambda text: text, "named").names()
 
 
 def test_every_dialect_defines_the_same_statement_names() -> None:
-    pytest.importorskip("psycopg")
-    sqlite = _names("acta.provider.sqlite", "named")
-    postgres = _names("acta.provider.postgres", "pyformat")
-    assert sqlite, "the SQLite dialect defines no statements"
-    assert sorted(sqlite - postgres) == [], "missing on PostgreSQL"
-    assert sorted(postgres - sqlite - SERVER_STATEMENTS) == [], "missing on SQLite"
-    assert sorted(SERVER_STATEMENTS - postgres) == [], "server statements missing on PostgreSQL"
-    assert sorted(sqlite & SERVER_STATEMENTS) == [], "SQLite must not define server statements"
+    """Portable statements exist in every registered dialect; the server statements exist
+    exactly where the provider says it has them (Capabilities.fused)."""
+    found = {entry.name: _names(entry) for entry in registry.entries()}
+    portable = {name: names - SERVER_STATEMENTS for name, names in found.items()}
+    assert all(found.values()), "a dialect defines no statements"
+    union = set().union(*portable.values())
+    for entry in registry.entries():
+        assert sorted(union - portable[entry.name]) == [], f"missing on {entry.title}"
+        server = found[entry.name] & SERVER_STATEMENTS
+        if entry.capabilities.fused:
+            assert sorted(SERVER_STATEMENTS - server) == [], f"server statements on {entry.title}"
+        else:
+            assert sorted(server) == [], f"{entry.title} must not define server statements"
 
 
 def test_postgres_statements_use_the_database_clock_when_now_is_null() -> None:

@@ -37,7 +37,7 @@ from acta.provider.postgres.connect import (
     utc_dict_row,
 )
 from acta.provider.postgres.pools import Pools
-from acta.provider.protocol import VerbFactory
+from acta.provider.protocol import Capabilities, VerbFactory
 from acta.provider.statements import Statements, replace_schema
 from acta.provider.verb import Diverged, Op, VerbRun, drive, drive_async
 
@@ -61,6 +61,7 @@ class PostgresProvider:
 
     dialect = "postgres"
     features = frozenset({"fused", "notify"})
+    capabilities = Capabilities(fused=True, notify=True)
 
     def __init__(
         self,

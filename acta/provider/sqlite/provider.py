@@ -20,7 +20,7 @@ from acta.clock import Clock
 from acta.errors import ConfigurationError, DatabaseUnavailableError, SchemaError
 from acta.names import validate_schema_name
 from acta.provider import caller_tx, migrate
-from acta.provider.protocol import VerbFactory
+from acta.provider.protocol import Capabilities, VerbFactory
 from acta.provider.sqlite.aiosqlite_tx import is_aiosqlite, run_in_aiosqlite
 from acta.provider.sqlite.transport import (
     RELEASE,
@@ -46,6 +46,7 @@ class SqliteProvider:
 
     dialect = "sqlite"
     features: frozenset[str] = frozenset()
+    capabilities = Capabilities(fused=False, notify=False)
     channel = ""
 
     def __init__(

@@ -1,0 +1,128 @@
+"""How long one conformance spec takes, setup and teardown included, per provider.
+
+``python -m anvil.suite_speed --provider sqlite|postgres [--dsn DSN] [--out FILE.json]`` runs
+the specs under ``conformance/`` in this process, one pytest session without xdist (so each
+number is one spec's own cost, not a share of two workers), and adds up the setup, call and
+teardown durations pytest reports for each test. It prints how many tests ran and the p50, p90,
+p99, max and total of those per-test durations, and writes every test's duration as JSON with
+``--out``. Run it before and after a change to the test harness (docs/benchmarks/suite-speed-*).
+
+A lab tool: reading wall time here is fine; acta itself never does (acta/clock.py aside).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_DSN = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+class Durations:
+    """A pytest plugin object: per test, the sum of its setup, call and teardown durations."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.outcomes: dict[str, str] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
+        if report.failed:
+            self.outcomes[report.nodeid] = "failed"
+        elif report.skipped:
+            self.outcomes.setdefault(report.nodeid, "skipped")
+        elif report.when == "call":
+            self.outcomes.setdefault(report.nodeid, "passed")
+
+
+def percentile(ordered: Sequence[float], fraction: float) -> float:
+    """The nearest-rank percentile of an ascending sequence (0 when empty)."""
+    if not ordered:
+        return 0.0
+    rank = max(1, round(fraction * len(ordered) + 0.5 - 1e-9))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def summary(seconds: dict[str, float]) -> dict[str, float]:
+    """count, p50, p90, p99, max and total (milliseconds, total in seconds)."""
+    ordered = sorted(seconds.values())
+    return {
+        "count": len(ordered),
+        "p50_ms": round(percentile(ordered, 0.50) * 1000, 2),
+        "p90_ms": round(percentile(ordered, 0.90) * 1000, 2),
+        "p99_ms": round(percentile(ordered, 0.99) * 1000, 2),
+        "max_ms": round((ordered[-1] if ordered else 0.0) * 1000, 2),
+        "total_s": round(sum(ordered), 3),
+    }
+
+
+def run(provider: str, dsn: str | None, extra: Sequence[str]) -> dict[str, Any]:
+    """Run the conformance specs on ``provider`` in this process and measure each test."""
+    durations = Durations()
+    args = [
+        str(REPO / "conformance"),
+        "-q",
+        "-p",
+        "no:xdist",
+        "-p",
+        "no:randomly",
+        f"--acta-provider={provider}",
+        *([f"--acta-dsn={dsn}"] if dsn else []),
+        *extra,
+    ]
+    started = time.perf_counter()
+    code = pytest.main(args, plugins=[durations])
+    wall = time.perf_counter() - started
+    outcomes = list(durations.outcomes.values())
+    return {
+        "provider": provider,
+        "exit_code": int(code),
+        "session_wall_s": round(wall, 3),
+        "outcomes": {k: outcomes.count(k) for k in sorted(set(outcomes))},
+        "summary": summary(durations.seconds),
+        "python": platform.python_version(),
+        "tests_ms": {k: round(v * 1000, 3) for k, v in sorted(durations.seconds.items())},
+    }
+
+
+def render(result: dict[str, Any]) -> str:
+    s = result["summary"]
+    return (
+        f"{result['provider']}: {s['count']} tests, p50 {s['p50_ms']} ms, p90 {s['p90_ms']} ms, "
+        f"p99 {s['p99_ms']} ms, max {s['max_ms']} ms, total {s['total_s']} s "
+        f"(session {result['session_wall_s']} s, {result['outcomes']})"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m anvil.suite_speed", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--provider", choices=("sqlite", "postgres"), required=True)
+    parser.add_argument(
+        "--dsn", default=None, help=f"PostgreSQL DSN (default: $ACTA_TEST_DSN or {DEFAULT_DSN})"
+    )
+    parser.add_argument("--out", type=Path, default=None, help="write the result as JSON")
+    parser.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
+    args = parser.parse_args(argv)
+    dsn = args.dsn or (os.environ.get("ACTA_TEST_DSN") if args.provider == "postgres" else None)
+    result = run(args.provider, dsn, args.pytest_args)
+    print(render(result))
+    if args.out is not None:
+        args.out.write_text(json.dumps(result, indent=2) + "\n", "utf-8")
+        print(f"wrote {args.out}")
+    return result["exit_code"]  # type: ignore[no-any-return]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""The provider registry: which provider a target picks, and what each entry promises."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from acta.errors import ConfigurationError
+from acta.provider import registry
+from acta.provider.factory import open_provider, sqlite_path
+from acta.provider.sqlite import SqliteProvider
+
+
+@pytest.mark.parametrize(
+    ("target", "name"),
+    [
+        ("jobs.sqlite3", "sqlite"),
+        ("sqlite:///jobs.db", "sqlite"),
+        ("sqlite:jobs.db", "sqlite"),
+        ("/var/lib/acta/jobs.db", "sqlite"),
+        ("postgresql://u@db/jobs", "postgres"),
+        ("postgres://u@db/jobs", "postgres"),
+        ("postgresql+psycopg://u@db/jobs", "postgres"),
+        ("host=db dbname=jobs", "postgres"),
+        ("dbname=jobs", "postgres"),
+    ],
+)
+def test_a_target_picks_its_provider(target: str, name: str) -> None:
+    assert registry.for_target(target).name == name
+
+
+def test_an_unknown_scheme_names_what_is_accepted() -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        open_provider("mysql://db/jobs")
+    message = str(caught.value)
+    assert "mysql://db/jobs" in message
+    assert "sqlite:///jobs.db" in message and "postgresql://" in message
+
+
+def test_sqlite_with_two_slashes_says_how_to_write_it() -> None:
+    with pytest.raises(ConfigurationError, match="sqlite:///relative"):
+        open_provider("sqlite://jobs.db")
+    assert sqlite_path("sqlite:///a/b.db") == "a/b.db"
+
+
+def test_open_provider_builds_through_the_registry(tmp_path: object) -> None:
+    provider = open_provider(f"sqlite:///{tmp_path}/x.db", schema="other")
+    try:
+        assert isinstance(provider, SqliteProvider)
+        assert provider.schema == "other"
+    finally:
+        provider.close()
+
+
+def test_entries_are_unique_and_one_is_the_fallback() -> None:
+    names = registry.names()
+    assert len(set(names)) == len(names)
+    assert [e.name for e in registry.entries() if e.fallback] == ["sqlite"]
+    with pytest.raises(ConfigurationError, match="unknown provider 'oracle'"):
+        registry.entry("oracle")
+
+
+def test_each_entry_matches_its_provider_class() -> None:
+    """The entry's capabilities and name are the provider's own (the entry is read without
+    importing the driver, so it repeats them; this keeps them equal)."""
+    pytest.importorskip("psycopg")
+    for entry in registry.entries():
+        provider = entry.open(entry.placeholder)
+        try:
+            assert provider.dialect == entry.name
+            assert provider.capabilities == entry.capabilities
+            expected = {f for f in ("fused", "notify") if getattr(entry.capabilities, f)}
+            assert provider.features == frozenset(expected)
+        finally:
+            provider.close()
+
+
+def test_listing_the_providers_does_not_import_psycopg() -> None:
+    code = (
+        "import sys; import acta; from acta.provider import registry; registry.entries(); "
+        "from acta.provider.factory import open_provider; "
+        "print('psycopg' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
