@@ -39,14 +39,22 @@ class SystemJob:
 
 
 async def run_recovery(worker: Worker, ctx: JobContext) -> None:
-    report = await worker.write(lambda: recover(worker.namespace_id, worker.now()))
-    if report.dead_workers or report.recovered or report.failed:
+    # One small batch per transaction, until none is full: a fault costs one batch.
+    dead = recovered = failed = 0
+    while True:
+        report = await worker.write(lambda: recover(worker.namespace_id, worker.now()))
+        dead += len(report.dead_workers)
+        recovered += len(report.recovered)
+        failed += len(report.failed)
+        if not report.more or not (report.recovered or report.failed):
+            break  # (a full batch that took nothing back would only repeat itself)
+    if dead or recovered or failed:
         log.warning(
             "recovery: %d dead workers, %d jobs returned to ready, %d failed after losing their "
             "worker",
-            len(report.dead_workers),
-            len(report.recovered),
-            len(report.failed),
+            dead,
+            recovered,
+            failed,
         )
 
 

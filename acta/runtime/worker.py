@@ -246,7 +246,9 @@ class Worker:
         startable, quiet = self._claim_sets()
         start = min(limit, self.free_executors())
         pairs = await self.write(
-            lambda: claim(*args, now, startable, quiet, start=start, fused=fused)
+            lambda: claim(
+                *args, now, startable, quiet, start=start, fused=fused, held=frozenset(self.runs)
+            )
         )
         runs = [Run(job, loop, started=started) for job, started in pairs]
         for run in runs:
