@@ -85,10 +85,21 @@ class FaultProxy:
         self.refusing = False
 
     def dsn(self, upstream_dsn: str) -> str:
-        """``upstream_dsn`` (a PostgreSQL DSN) pointed at this proxy instead."""
-        from psycopg.conninfo import make_conninfo
+        """``upstream_dsn`` (a PostgreSQL DSN) pointed at this proxy instead, as a URL (the form
+        ``Acta(database=...)`` recognises as PostgreSQL)."""
+        from urllib.parse import quote
 
-        return make_conninfo(upstream_dsn, host="127.0.0.1", port=str(self.port))
+        from psycopg.conninfo import conninfo_to_dict
+
+        params = {k: str(v) for k, v in conninfo_to_dict(upstream_dsn).items()}
+        user = quote(params.pop("user", "postgres"), safe="")
+        password = params.pop("password", None)
+        auth = f"{user}:{quote(password, safe='')}" if password else user
+        dbname = quote(params.pop("dbname", "postgres"), safe="")
+        params.pop("host", None), params.pop("hostaddr", None), params.pop("port", None)
+        query = "&".join(f"{k}={quote(v, safe='')}" for k, v in params.items())
+        url = f"postgresql://{auth}@127.0.0.1:{self.port}/{dbname}"
+        return f"{url}?{query}" if query else url
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -98,11 +109,16 @@ class FaultProxy:
 
         def main() -> None:
             loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)  # this thread's own loop
             self._loop = loop
             loop.run_until_complete(self.listen())
             ready.set()
             loop.run_forever()
             loop.run_until_complete(self._close())
+            pending = asyncio.all_tasks(loop)
+            for task in pending:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             loop.close()
 
         self._thread = threading.Thread(target=main, name="acta-faultproxy", daemon=True)
