@@ -15,9 +15,10 @@ from datetime import datetime
 from typing import Any
 
 from acta.ledger.enqueue import event_params
-from acta.model.codes import EventCode
+from acta.ledger.transition import own_earlier_write
+from acta.model.codes import EventCode, JobStatus
 from acta.model.rows import Claimed, Started
-from acta.provider.verb import Verb, execute, fetch_all, fetch_one
+from acta.provider.verb import Op, Verb, execute, fetch_all, fetch_one
 
 
 def _lease(
@@ -69,11 +70,24 @@ def _claimed(row: Mapping[str, Any]) -> Claimed:
 def start(
     job: Claimed, worker_id: int, audit_started: bool, now: datetime | None
 ) -> Verb[Started | None]:
-    """dispatched -> executing; None (with a fenced-write event) if the lease is gone."""
+    """dispatched -> executing; None (with a fenced-write event) if the lease is gone.
+
+    A start refused because this worker's own earlier start committed (its reply was lost)
+    answers as that start did, and records nothing."""
     row = yield fetch_one(
         "start", {"now": now, "job_id": job.job_id, "epoch": job.epoch, "worker_id": worker_id}
     )
     if row is None:
+        earlier = yield from own_earlier_write(job.job_id, job.epoch)
+        if (
+            earlier is not None
+            and earlier["lease_epoch"] == job.epoch
+            and earlier["lease_owner"] == worker_id
+            and earlier["status"] == int(JobStatus.EXECUTING)
+        ):
+            return Started(
+                execution=earlier["executions"], cancel_requested=bool(earlier["control"])
+            )
         yield execute(
             "insert_event",
             event_params(
@@ -148,12 +162,24 @@ def claim(
     *,
     start: int,
     fused: bool = False,
+    held: Collection[int] = (),
 ) -> Verb[list[tuple[Claimed, Started | None]]]:
     """Lease up to ``limit`` due jobs and start the first ``start`` of them whose definition is
     in ``startable``, in one transaction (one statement when ``fused``). Each claimed job comes
     with its Started, or None when it was only leased. ``quiet_definitions``: definitions
-    whose audit level omits execution-started."""
+    whose audit level omits execution-started. ``held``: the jobs this worker holds now.
+
+    The fused claim commits by itself; if its reply is lost, running it again would lease a
+    second batch and orphan the first (leased to a worker that does not know). Its
+    ``in_doubt`` probe finds that first batch instead: the rows leased to this worker that are
+    not in ``held``. The portable claim is never in doubt on the shipped dialects (SQLite
+    cannot lose a reply; PostgreSQL always claims fused)."""
     if fused:
+        probe = Op(
+            "claim_in_doubt",
+            {"worker_id": worker_id, "held": json.dumps(sorted(held))},
+            "all",
+        )
         rows = yield fetch_all(
             "fused_claim",
             {
@@ -168,6 +194,7 @@ def claim(
                 "quiet_definitions": sorted(quiet_definitions),
             },
             alone=True,
+            in_doubt=probe,
         )
         return [
             (

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -19,13 +20,33 @@ from acta.model.rows import EventRecord, LapsedLease, RecoveryReport, Transition
 from acta.policy.recovery import recovery_transition
 from acta.provider.verb import Verb, execute, execute_many, fetch_all, fetch_one
 
-RECOVERY_BATCH = 500
+RECOVERY_BATCH = 50
+"""Leases one recovery transaction takes back: a fault loses one small batch, not the pass."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryBatch(RecoveryReport):
+    """What one recovery transaction did; ``more``: lapsed leases may remain (a full batch)."""
+
+    more: bool = False
+
+
+def own_earlier_write(job_id: int, epoch: int) -> Verb[dict[str, Any] | None]:
+    """After a worker write at ``epoch`` was refused by its guard: the row as it is now if the
+    refusal is the worker's own earlier write (its commit's reply was lost and the write was
+    tried again), or None if the lease at that epoch was taken away (a lease-lost event)."""
+    row = yield fetch_one("lease_taken", {"job_id": job_id, "epoch": epoch})
+    if row is None or row["taken"]:
+        return None
+    return dict(row)
 
 
 def apply_transition(plan: Transition, now: datetime | None) -> Verb[JobStatus | None]:
     """Apply ``plan`` if its guard holds; otherwise record a fenced write.
 
-    Returns the status written (``on_cancel`` may have replaced the plan), or None if fenced."""
+    Returns the status written (``on_cancel`` may have replaced the plan), or None if fenced.
+    A worker write refused because it already committed (an in-doubt retry) returns what it
+    wrote and records nothing."""
     guard = yield fetch_one(
         "transition_guard",
         {
@@ -39,6 +60,11 @@ def apply_transition(plan: Transition, now: datetime | None) -> Verb[JobStatus |
     )
     if guard is None:
         if plan.owner is not None:
+            row = yield from own_earlier_write(plan.job_id, plan.epoch)
+            if row is not None and row["lease_epoch"] != plan.epoch:
+                return plan.status  # written, and the job has moved on since
+            if row is not None and JobStatus(row["status"]) not in plan.expect:
+                return JobStatus(row["status"])  # on_cancel may have replaced the plan
             # A worker tried to write over a lease it no longer holds: keep the evidence.
             yield execute(
                 "insert_event",
@@ -111,8 +137,11 @@ def lapsed_from_row(row: dict[str, Any]) -> LapsedLease:
     )
 
 
-def recover(namespace_id: int, now: datetime | None) -> Verb[RecoveryReport]:
-    """Declare silent workers dead and take back every lapsed lease in the namespace."""
+def recover(
+    namespace_id: int, now: datetime | None, limit: int = RECOVERY_BATCH
+) -> Verb[RecoveryBatch]:
+    """Declare silent workers dead and take back up to ``limit`` lapsed leases of the
+    namespace, in one transaction. Run it again while the answer says ``more``."""
     dead = yield fetch_all("mark_dead_workers", {"now": now, "namespace_id": namespace_id})
     if dead:
         yield execute_many(
@@ -133,7 +162,7 @@ def recover(namespace_id: int, now: datetime | None) -> Verb[RecoveryReport]:
         )
     rows = yield fetch_all(
         "lapsed_leases",
-        {"now": now, "namespace_id": namespace_id, "only_job_id": None, "limit": RECOVERY_BATCH},
+        {"now": now, "namespace_id": namespace_id, "only_job_id": None, "limit": limit},
     )
     recovered: list[str] = []
     failed: list[str] = []
@@ -142,10 +171,11 @@ def recover(namespace_id: int, now: datetime | None) -> Verb[RecoveryReport]:
         written = yield from apply_transition(plan, now)
         if written is not None:
             (recovered if written is JobStatus.READY else failed).append(plan.job_ref)
-    return RecoveryReport(
+    return RecoveryBatch(
         dead_workers=tuple(row["incarnation"] for row in dead),
         recovered=tuple(recovered),
         failed=tuple(failed),
+        more=len(rows) >= limit,
     )
 
 

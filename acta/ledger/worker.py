@@ -48,19 +48,26 @@ def register(
             "heartbeat_ms": worker.heartbeat_ms,
         },
     )
-    worker_id = row["worker_id"]
-    yield execute(
-        "insert_event",
-        event_params(
-            now,
-            namespace_id,
-            None,
-            None,
-            EventCode.WORKER_STARTED,
-            worker_id=worker_id,
-            message=worker.incarnation,
-        ),
-    )
+    if row is None:
+        # This incarnation is already in: an earlier try committed and only its reply was
+        # lost. Its worker-started event is in too; the rest below is keyed (definitions by
+        # name, the slot by its dedup key), so the retry writes nothing twice.
+        row = yield fetch_one("worker_by_incarnation", {"incarnation": worker.incarnation})
+        worker_id = row["worker_id"]
+    else:
+        worker_id = row["worker_id"]
+        yield execute(
+            "insert_event",
+            event_params(
+                now,
+                namespace_id,
+                None,
+                None,
+                EventCode.WORKER_STARTED,
+                worker_id=worker_id,
+                message=worker.incarnation,
+            ),
+        )
     spec = {s.name: s for s in specs}
     [slot], _ = yield from enqueue(namespace, spec, [recovery], now, (namespace_id, ids))
     return Registration(worker_id, namespace_id, ids, slot.job_id)

@@ -30,14 +30,20 @@ class Op:
     alone: bool = False
     """The statement is atomic on its own: as a verb's first statement, a server provider may
     run it as its own transaction (one round trip instead of BEGIN, statement, COMMIT)."""
+    in_doubt: Op | None = None
+    """For an ``alone`` statement that is not safe to run twice: a read that finds what it
+    wrote, run first when an earlier attempt lost the connection while it was in flight (it
+    may have committed). Rows found are taken as its result, and it is not run again."""
 
 
 Verb: TypeAlias = Generator[Op, Any, T]
 
 
-def fetch_all(statement: str, params: Mapping[str, Any], *, alone: bool = False) -> Op:
-    """Run ``statement`` and receive every row as a dict (``alone``: see ``Op.alone``)."""
-    return Op(statement, params, "all", alone)
+def fetch_all(
+    statement: str, params: Mapping[str, Any], *, alone: bool = False, in_doubt: Op | None = None
+) -> Op:
+    """Run ``statement`` and receive every row as a dict (``alone``, ``in_doubt``: see ``Op``)."""
+    return Op(statement, params, "all", alone, in_doubt)
 
 
 def fetch_one(statement: str, params: Mapping[str, Any]) -> Op:
@@ -93,6 +99,10 @@ class VerbRun(Generic[T]):
     ran after the commit (the failed transaction rolled them back), checks that each answers
     exactly as before, and goes on from the statement that failed. A different answer raises
     ``Diverged``.
+
+    A connection lost while an ``alone`` statement was in flight leaves its commit in doubt.
+    The verb starts over; if the statement has an ``Op.in_doubt`` probe, the next attempt runs
+    the probe first and takes rows it finds as the statement's committed result.
     """
 
     def __init__(self, make: Callable[[], Verb[T]]) -> None:
@@ -102,6 +112,23 @@ class VerbRun(Generic[T]):
         self.committed = False
         self._replay: list[tuple[Op, Any]] = []
         self.error: BaseException | None = None
+        # The step now in flight, and the probe that would settle its outcome if it is lost.
+        self._flight: tuple[Op, Op | None] | None = None
+        self._probe: Op | None = None
+
+    def failed(self, error: BaseException, in_doubt: bool) -> None:
+        """Prepare the next attempt after ``error``. ``in_doubt``: the connection was lost, so
+        a statement in flight may have committed without its reply reaching us."""
+        self.error = error
+        flight, self._flight = self._flight, None
+        if flight is not None and flight[0] is self._probe:
+            pass  # the probe itself failed: the statement's outcome is still unknown
+        elif in_doubt and flight is not None and flight[1] is not None:
+            self._probe = flight[1]
+        else:
+            self._probe = None
+        if not self.committed:
+            self.restart()
 
     def restart(self) -> None:
         """Start the verb over (only while nothing it ran has committed)."""
@@ -125,13 +152,24 @@ class VerbRun(Generic[T]):
             if (yield op, False) != expected:
                 raise Diverged(self.error or RuntimeError("replay diverged"))
         while self._op is not None:
-            alone = self._op.alone and not self._any_op
+            op = self._op
+            alone = op.alone and not self._any_op
             self._any_op = True
-            result = yield self._op, alone
+            found: Any = None
+            if alone and self._probe is not None:
+                self._flight = (self._probe, self._probe)
+                found = yield self._probe, True  # a read: autocommit is harmless
+                self._probe = None
+            if found:
+                result = found  # the statement had committed: do not run it twice
+            else:
+                self._flight = (op, op.in_doubt if alone else None)
+                result = yield op, alone
+            self._flight = None
             if alone:
                 self.committed = True
             elif self.committed:
-                self._replay.append((self._op, result))
+                self._replay.append((op, result))
             try:
                 self._op = self._verb.send(result)
             except StopIteration as done:

@@ -58,7 +58,7 @@ class Claimer:
         now, fused = ledger.now(), ledger.fused
         startable, quiet = self._claim_sets()
         pairs = await ledger.run_async(
-            lambda: claim(*args, now, startable, quiet, start=start, fused=fused),
+            lambda: claim(*args, now, startable, quiet, start=start, fused=fused, held=held),
             name="claim",
         )
         return [Run(job, loop, started=started) for job, started in pairs]

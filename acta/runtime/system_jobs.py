@@ -37,15 +37,23 @@ class SystemJob:
 
 
 async def run_recovery(env: RunEnv, ctx: JobContext) -> None:
+    # One small batch per transaction, until none is full: a fault costs one batch.
     ledger, namespace_id = env.ledger, env.identity.namespace_id
-    report = await ledger.run_async(lambda: recover(namespace_id, ledger.now()), name="recover")
-    if report.dead_workers or report.recovered or report.failed:
+    dead = recovered = failed = 0
+    while True:
+        report = await ledger.run_async(lambda: recover(namespace_id, ledger.now()), name="recover")
+        dead += len(report.dead_workers)
+        recovered += len(report.recovered)
+        failed += len(report.failed)
+        if not report.more or not (report.recovered or report.failed):
+            break  # (a full batch that took nothing back would only repeat itself)
+    if dead or recovered or failed:
         log.warning(
             "recovery: %d dead workers, %d jobs returned to ready, %d failed after losing their "
             "worker",
-            len(report.dead_workers),
-            len(report.recovered),
-            len(report.failed),
+            dead,
+            recovered,
+            failed,
         )
 
 

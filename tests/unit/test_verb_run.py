@@ -80,3 +80,68 @@ def test_a_verb_with_nothing_to_run_answers_at_once() -> None:
         yield Op("never", {}, "all")  # makes this a generator
 
     assert _attempt(VerbRun(nothing), {}) == "empty"
+
+
+def _claim_like(log: list[str]) -> Verb[str]:
+    probe = Op("probe", {}, "all")
+    rows = yield fetch_all("claim", {}, alone=True, in_doubt=probe)
+    log.append(f"claim -> {rows}")
+    changed = yield execute("after", {})
+    return f"done {rows} {changed}"
+
+
+def _steps(run: VerbRun[str], answers: dict[str, Any]) -> tuple[list[tuple[str, bool]], str]:
+    seen: list[tuple[str, bool]] = []
+    steps = run.steps()
+    op, alone = next(steps)
+    while True:
+        seen.append((op.statement, alone))
+        try:
+            op, alone = steps.send(answers[op.statement])
+        except StopIteration as done:
+            return seen, str(done.value)
+
+
+def test_an_alone_statement_lost_in_flight_is_probed_and_not_run_twice() -> None:
+    log: list[str] = []
+    run = VerbRun(lambda: _claim_like(log))
+    with pytest.raises(ConnectionError):
+        _attempt(run, {}, fail_at="claim")
+    run.failed(ConnectionError("reply lost"), in_doubt=True)
+    seen, value = _steps(run, {"probe": [7], "claim": [9], "after": 1})
+    # The probe found what the lost commit wrote: that is the claim's result.
+    assert seen == [("probe", True), ("after", False)]
+    assert value == "done [7] 1" and run.committed
+
+
+def test_a_probe_that_finds_nothing_runs_the_statement() -> None:
+    run = VerbRun(lambda: _claim_like([]))
+    with pytest.raises(ConnectionError):
+        _attempt(run, {}, fail_at="claim")
+    run.failed(ConnectionError("reply lost"), in_doubt=True)
+    seen, value = _steps(run, {"probe": [], "claim": [9], "after": 1})
+    assert seen == [("probe", True), ("claim", True), ("after", False)]
+    assert value == "done [9] 1"
+
+
+def test_a_probe_lost_in_flight_runs_again() -> None:
+    run = VerbRun(lambda: _claim_like([]))
+    with pytest.raises(ConnectionError):
+        _attempt(run, {}, fail_at="claim")
+    run.failed(ConnectionError("reply lost"), in_doubt=True)
+    with pytest.raises(ConnectionError):
+        _attempt(run, {}, fail_at="probe")
+    run.failed(ConnectionError("lost again"), in_doubt=True)
+    seen, _ = _steps(run, {"probe": [7], "after": 1})
+    assert seen == [("probe", True), ("after", False)]
+
+
+def test_no_probe_without_doubt() -> None:
+    # A failure that is not a lost connection (a serialization failure, say) wrote nothing;
+    # so does a loss while a statement that is not alone was in flight.
+    run = VerbRun(lambda: _claim_like([]))
+    with pytest.raises(ConnectionError):
+        _attempt(run, {}, fail_at="claim")
+    run.failed(RuntimeError("serialization failure"), in_doubt=False)
+    seen, _ = _steps(run, {"claim": [9], "after": 1})
+    assert seen == [("claim", True), ("after", False)]

@@ -108,8 +108,12 @@ def retry_kind(exc: BaseException, conn: psycopg.BaseConnection[Any] | None) -> 
     """Whether a failed verb may run again whole, and whether it needs a fresh connection.
 
     Nothing was committed when a statement fails, so the verb runs again from the start. A
-    failure during COMMIT itself is in doubt; the verbs are fenced, so running one again finds
-    its guard already spent rather than writing twice.
+    lost connection ("reconnect") during COMMIT, or during a statement run as its own
+    transaction, is in doubt: the server may have committed and only the reply was lost. Such
+    writes are safe to repeat: a worker write finds its guard already spent and, with no
+    lease-lost event at its epoch, knows the spent guard is its own earlier commit
+    (``acta.ledger.transition.apply_transition``, ``acta.ledger.claim.start``); a claim runs
+    its ``Op.in_doubt`` probe first; registration and enqueue are keyed on their own ids.
     """
     if not isinstance(exc, psycopg.Error):
         return None

@@ -6,7 +6,8 @@ first use so that a wrong DSN fails at once. Connections are autocommit=False an
 one explicit transaction: commit at the end, rollback on any error. A serialization failure,
 a deadlock or a lost connection runs the whole verb again (reliability rule 7); a lost
 connection is first dropped from the pool. A verb whose first statement already committed by
-itself (``Op.alone``) is not started over but resumed (``acta.provider.verb.VerbRun``).
+itself (``Op.alone``) is not started over but resumed (``acta.provider.verb.VerbRun``); one
+whose reply was lost is in doubt, and its ``Op.in_doubt`` probe tells whether it committed.
 Nothing here keeps session state (rule 6).
 
 A verb can also run inside the caller's open transaction (transactional enqueue): on a psycopg
@@ -185,9 +186,9 @@ class PostgresProvider:
             if failure is exc:
                 raise exc
             raise failure from exc
-        run.error = exc
-        if not run.committed:
-            run.restart()
+        # A lost connection leaves whatever was in flight in doubt (its COMMIT may have
+        # happened): the run probes for it before running the statement again.
+        run.failed(exc, in_doubt=kind == "reconnect")
         return kind
 
     def _transaction(self, conn: psycopg.Connection[Any], run: VerbRun[T]) -> T:

@@ -56,3 +56,20 @@ SET status     = 21,
     updated_at = COALESCE(:now::timestamptz, now())
 WHERE job_id = :job_id AND lease_epoch = :epoch AND status = 20 AND lease_owner = :worker_id
 RETURNING executions, control;
+
+-- name: claim_in_doubt
+-- The probe for a claim whose commit is in doubt (its reply was lost): the rows leased to this
+-- worker that it does not know it holds (:held, a JSON array of job ids) are what that claim
+-- took. Same shape as fused_claim's result: executions is the count before the claim, started
+-- says whether the claim started the run.
+SELECT r.job_id, j.job_ref, d.name, j.definition_id, j.namespace_id, r.lease_epoch,
+       r.attempts, r.executions - CASE WHEN r.status = 21 THEN 1 ELSE 0 END AS executions,
+       r.executions AS execution, r.control, r.status = 21 AS started,
+       r.priority, j.input_codec, j.input, j.correlation_key, j.created_at
+FROM {schema}.runtime r
+JOIN {schema}.jobs j        ON j.id = r.job_id
+JOIN {schema}.definitions d ON d.id = j.definition_id
+WHERE r.lease_owner = :worker_id
+  AND r.status IN (20, 21)
+  AND r.job_id NOT IN (SELECT h.id::bigint FROM jsonb_array_elements_text(:held::jsonb) AS h(id))
+ORDER BY r.priority DESC, r.next_run_at, r.job_id;

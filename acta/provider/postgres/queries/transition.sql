@@ -60,3 +60,14 @@ WHERE r.namespace_id = :namespace_id
   AND (:only_job_id::bigint IS NULL OR r.job_id = :only_job_id::bigint)
 ORDER BY r.lease_expires_at
 LIMIT :limit;
+
+-- name: lease_taken
+-- After a worker write's guard failed: was the lease at :epoch taken from the worker? Whoever
+-- releases a lease other than its holder (recovery) writes lease-lost for that (job, epoch) in
+-- the same transaction, so without one the spent guard is the worker's own earlier write,
+-- committed with its reply lost. The row comes too, to answer as that write did.
+SELECT r.lease_epoch, r.status, r.lease_owner, r.executions, r.control,
+       EXISTS (SELECT 1 FROM {schema}.events e
+               WHERE e.job_id = :job_id AND e.epoch = :epoch AND e.code = 30) AS taken
+FROM {schema}.runtime r
+WHERE r.job_id = :job_id;

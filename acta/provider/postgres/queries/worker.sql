@@ -18,12 +18,18 @@ ON CONFLICT (namespace_id, name) DO UPDATE SET
     registered_at = excluded.registered_at;
 
 -- name: insert_worker
+-- No row back: this incarnation is already registered (an earlier try committed but its reply
+-- was lost); worker_by_incarnation finds it.
 INSERT INTO {schema}.workers
     (namespace_id, incarnation, host, pid, status, executors, heartbeat_ms, started_at,
      heartbeat_at)
 VALUES (:namespace_id, :incarnation, :host, :pid, 1, :executors, :heartbeat_ms,
         COALESCE(:now::timestamptz, now()), COALESCE(:now::timestamptz, now()))
+ON CONFLICT (incarnation) DO NOTHING
 RETURNING id AS worker_id;
+
+-- name: worker_by_incarnation
+SELECT id AS worker_id FROM {schema}.workers WHERE incarnation = :incarnation;
 
 -- name: beat
 -- Zero rows means recovery declared this incarnation dead: it must not write again.
