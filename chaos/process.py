@@ -108,3 +108,26 @@ def wait_for_line(
                 if not _pull(child):
                     child.closed = True
                     selector.unregister(key.fileobj)
+
+
+def read_to_end(child: Child, timeout: float) -> list[str]:
+    """Read the child's output until it closes its pipe (it exited); every line it printed.
+
+    Fails after ``timeout`` s if the pipe is still open then."""
+    deadline = _clock.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        if child.process.stdout is not None and not child.closed:
+            selector.register(child.process.stdout, selectors.EVENT_READ, child)
+        while not child.closed:
+            left = deadline - _clock.monotonic()
+            if left <= 0:
+                raise AssertionError(f"{child.name} still writing after {timeout} s")
+            for key, _ in selector.select(timeout=left):
+                if not _pull(child):
+                    child.closed = True
+                    selector.unregister(key.fileobj)
+    if child.partial:
+        child.lines.append(child.partial)
+        child.unread.append(child.partial)
+        child.partial = ""
+    return child.lines

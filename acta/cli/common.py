@@ -22,6 +22,7 @@ from pathlib import Path
 from acta.app import Acta
 from acta.duration import parse_duration
 from acta.errors import ActaError, SchemaError, ValidationError
+from acta.names import validate_schema_name
 from acta.provider.factory import resolve_database, sqlite_path
 
 EXIT_OK = 0
@@ -109,7 +110,14 @@ class Ledger:
 
 
 def resolve_ledger(args: argparse.Namespace, host_app: Acta | None) -> Ledger:
-    """``--app`` wins, then an explicit ``--database``, then the host's app, then defaults."""
+    """``--app`` wins, then an explicit ``--database``, then the host's app, then defaults.
+
+    A ``--schema`` that can never name a ledger is bad usage whatever the database holds, so
+    it is refused first, before any file or server is looked at (otherwise a missing file's
+    hint would suggest a command that refuses the same name).
+    """
+    if args.schema is not None:
+        validate_schema_name(args.schema)  # InvalidNameError: exit 2, names the rule
     if args.app is not None:
         if args.schema is not None:
             raise UsageError("--schema cannot be combined with --app: the app's schema is used")

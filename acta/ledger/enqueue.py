@@ -1,7 +1,8 @@
 """The enqueue verb: jobs, runtime rows, tags and enqueued events in one transaction.
 
 Decisions (codec, priority, due time, whether to audit) were made by the caller; this verb
-only writes them. A duplicate deduplication key returns the existing job and writes nothing.
+only writes them. A deduplication key some job already holds returns that job and writes
+nothing; a batch that repeats a key is refused whole, before any statement.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from acta.errors import ValidationError
 from acta.model.codes import EventCode, JobStatus, audited
 from acta.model.rows import DefinitionSpec, Enqueued, NewJob
 from acta.provider.verb import Verb, execute, execute_many, fetch_all, fetch_one
@@ -62,26 +64,38 @@ def enqueue(
     ``fused`` writes the whole batch in one statement (server dialects), which also rings the
     database bell on ``channel`` when a job due now was written. Returns what was written and
     the ids used, which the caller may cache once committed."""
+    _refuse_repeated_dedup_keys(jobs)  # before the first statement: a refused batch writes nothing
     if known is None or any(job.definition not in known[1] for job in jobs):
         needed = [specs[name] for name in dict.fromkeys(job.definition for job in jobs)]
         known = yield from ensure_definitions(namespace, needed, now, "ensure_definition")
     namespace_id, definition_ids = known
-    # Two requests with one deduplication key in one batch are one job: send the first only.
-    first: dict[str, NewJob] = {}
-    unique = [j for j in jobs if j.dedup_key is None or first.setdefault(j.dedup_key, j) is j]
     if fused:
-        written = yield from _fused(namespace, namespace_id, definition_ids, unique, now, channel)
+        written = yield from _fused(namespace, namespace_id, definition_ids, jobs, now, channel)
     else:
-        written = yield from _portable(namespace_id, definition_ids, unique, now)
-    by_ref = {j.job_ref: w for j, w in zip(unique, written, strict=True)}
-    out = []
-    for job in jobs:
-        if job.dedup_key is not None and first[job.dedup_key] is not job:
-            winner = by_ref[first[job.dedup_key].job_ref]
-            out.append(Enqueued(winner.job_ref, winner.job_id, created=False))
-        else:
-            out.append(by_ref[job.job_ref])
-    return out, known
+        written = yield from _portable(namespace_id, definition_ids, jobs, now)
+    return list(written), known
+
+
+def _refuse_repeated_dedup_keys(jobs: Sequence[NewJob]) -> None:
+    """Refuse a batch in which two requests share a deduplication key.
+
+    Merging them would hand the caller one job for two requests, whose inputs or options may
+    differ, with nothing to say which one was kept; asking for that is a mistake in the
+    caller's batch, so it is refused whole. A key that an earlier transaction already holds
+    is another matter: that is what deduplication is for, and it returns the existing job.
+    """
+    positions: dict[str, list[int]] = {}
+    for index, job in enumerate(jobs):
+        if job.dedup_key is not None:
+            positions.setdefault(job.dedup_key, []).append(index)
+    for key, found in positions.items():
+        if len(found) > 1:
+            listed = ", ".join(str(i) for i in found[:-1]) + f" and {found[-1]}"
+            raise ValidationError(
+                "dedup_key",
+                f"{key!r} appears at positions {listed} of the batch",
+                "each request of one batch needs its own deduplication key; nothing was enqueued",
+            )
 
 
 def _resolve(job: NewJob, holder: Mapping[str, Any] | None) -> Enqueued:

@@ -182,6 +182,50 @@ def test_missing_file_names_the_fix_and_is_not_created(
     assert not path.exists()
 
 
+_LEDGER_COMMANDS = [
+    ["jobs", "list"],
+    ["jobs", "show", "job_" + "0" * 26],
+    ["jobs", "events", "job_" + "0" * 26],
+    ["schema", "apply"],
+]
+
+
+@pytest.mark.parametrize("command", _LEDGER_COMMANDS, ids=" ".join)
+@pytest.mark.parametrize("where", ["absent-file", "existing-ledger", "closed-postgres-port"])
+def test_invalid_schema_name_is_a_usage_error_before_anything_is_opened(
+    command: list[str], where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 8 item 15: a missing file used to win (exit 1), and its hint suggested
+    # `acta schema apply ... --schema Bad-Schema`, a command that refuses that very name.
+    path = tmp_path / "ledger.sqlite3"
+    if where == "existing-ledger":
+        assert main(["schema", "apply", "--database", str(path)]) == 0
+        capsys.readouterr()
+    before = path.read_bytes() if path.exists() else None
+    # Port 1 on loopback has no server: had anything tried to connect, the exit would be 1.
+    database = "postgresql://postgres@127.0.0.1:1/test" if where.endswith("port") else str(path)
+    code = main([*command, "--database", database, "--schema", "Bad-Schema"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith("error: schema: 'Bad-Schema' is not a plain lowercase identifier")
+    assert "acta schema apply" not in err
+    assert (path.read_bytes() if path.exists() else None) == before  # not created, not touched
+
+
+def test_invalid_schema_name_beside_a_host_app(
+    filled: Filled, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parser = argparse.ArgumentParser(prog="myproject")
+    acta.cli.add_commands(parser.add_subparsers(dest="command", required=True))
+    host = Acta(filled.path)
+    try:
+        args = parser.parse_args(["jobs", "list", "--schema", "pg_jobs"])
+        assert acta.cli.run(args, app=host) == 2
+    finally:
+        host.close()
+    assert capsys.readouterr().err.startswith("error: schema: 'pg_jobs' is reserved by PostgreSQL")
+
+
 def test_schema_missing_from_an_existing_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -6,6 +6,15 @@ its background tasks live there. A call from another loop (a script that calls `
 twice, the test host's own loop) gets a pool of its own and the old one is released. Each pool
 is opened after one direct connection attempt, so a wrong DSN or a server that is down fails at
 once with the host and the cause, instead of after the pool's timeout with neither.
+
+The same holds once a pool is open and the server goes away: psycopg_pool replaces a broken
+connection in the background, retrying with a growing backoff for minutes, while a caller's
+``getconn`` waits the whole pool timeout for a connection that is not coming. Acta's pools
+(``_FailFastPool`` and ``_AsyncFailFastPool``) remember that the pool's last attempt to connect
+failed, wake the callers waiting at that moment, and have each of them try the server directly
+(bounded by ``connect_timeout``): if that fails too, the caller gets ``PoolTimeout`` with the
+cause at once (which the provider reports as ``DatabaseUnavailableError``); if it succeeds the
+server is back and the caller waits for the pool as usual.
 """
 
 from __future__ import annotations
@@ -17,15 +26,112 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import psycopg
-from psycopg_pool import AsyncConnectionPool, ConnectionPool
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from acta.provider.postgres.connect import Target
 
 # Seconds a closing pool waits for its tasks and returned connections.
 _CLOSE_SECONDS = 5.0
 
+# A caller woken by a failed connection attempt asks the server again at most this many times
+# before it gives up (the server flapping between up and down).
+_RECHECKS = 3
+
 SyncPool = ConnectionPool[psycopg.Connection[Any]]
 AsyncPool = AsyncConnectionPool[psycopg.AsyncConnection[Any]]
+
+
+class _Recheck(Exception):
+    """Handed to waiting callers when the pool fails to connect: look at the server yourself."""
+
+
+def _down(exc: BaseException) -> PoolTimeout:
+    return PoolTimeout(f"the server does not accept connections: {exc}")
+
+
+class _FailFastPool(SyncPool):
+    """A sync pool whose callers learn within ``connect_timeout`` that the server is down.
+
+    This overrides ``_connect`` and reads ``_waiting`` and ``_lock``, psycopg_pool's private
+    names (checked with psycopg_pool 3.2 and 3.3); the test of a server going down under an
+    open pool (tests/integration/test_postgres_pools_down.py) catches a change there.
+    """
+
+    failure: Exception | None = None
+    """The error of the pool's last attempt to connect, if it failed; None once one works."""
+
+    def _connect(self, timeout: float | None = None) -> psycopg.Connection[Any]:
+        try:
+            conn = super()._connect(timeout)
+        except Exception as exc:
+            self.failure = exc
+            with self._lock:
+                for waiting in self._waiting:
+                    waiting.fail(_Recheck())  # a caller that already left ignores this
+            raise
+        self.failure = None
+        return conn
+
+    def getconn(self, timeout: float | None = None) -> psycopg.Connection[Any]:
+        for _ in range(_RECHECKS):
+            if self.failure is not None:
+                self._probe()
+            try:
+                return super().getconn(timeout)
+            except _Recheck:
+                continue
+        raise PoolTimeout("the server keeps failing new connections")
+
+    def _probe(self) -> None:
+        """Connect once, directly: raise ``PoolTimeout`` with the cause if that fails too."""
+        try:
+            self.connection_class.connect(str(self.conninfo), **self._resolve_kwargs()).close()
+        except psycopg.Error as exc:
+            raise _down(exc) from None
+        self.failure = None  # the server answers: wait for the pool's own reconnection
+
+
+class _AsyncFailFastPool(AsyncPool):
+    """The async twin of ``_FailFastPool`` (same private names, same reasons)."""
+
+    failure: Exception | None = None
+
+    async def _connect(
+        self,
+        timeout: float | None = None,  # noqa: ASYNC109 - psycopg_pool's signature
+    ) -> psycopg.AsyncConnection[Any]:
+        try:
+            conn = await super()._connect(timeout)
+        except Exception as exc:
+            self.failure = exc
+            async with self._lock:
+                for waiting in self._waiting:
+                    await waiting.fail(_Recheck())
+            raise
+        self.failure = None
+        return conn
+
+    async def getconn(
+        self,
+        timeout: float | None = None,  # noqa: ASYNC109 - psycopg_pool's signature
+    ) -> psycopg.AsyncConnection[Any]:
+        for _ in range(_RECHECKS):
+            if self.failure is not None:
+                await self._probe()
+            try:
+                return await super().getconn(timeout)
+            except _Recheck:
+                continue
+        raise PoolTimeout("the server keeps failing new connections")
+
+    async def _probe(self) -> None:
+        try:
+            kwargs = await self._resolve_kwargs()
+            conn = await self.connection_class.connect(str(self.conninfo), **kwargs)
+        except psycopg.Error as exc:
+            raise _down(exc) from None
+        await conn.close()
+        self.failure = None
 
 
 class Pools:
@@ -63,7 +169,7 @@ class Pools:
                     psycopg.Connection.connect(self.target.dsn, **self._connect).close()
                 except psycopg.Error as exc:
                     raise self.target.unavailable(exc) from None
-                pool: SyncPool = ConnectionPool(self.target.dsn, **self._args)
+                pool: SyncPool = _FailFastPool(self.target.dsn, **self._args)
                 pool.open(wait=False)
                 self._sync = pool
             return self._sync
@@ -92,7 +198,7 @@ class Pools:
             await probe.close()
         except psycopg.Error as exc:
             raise self.target.unavailable(exc) from None
-        pool: AsyncPool = AsyncConnectionPool(self.target.dsn, **self._args)
+        pool: AsyncPool = _AsyncFailFastPool(self.target.dsn, **self._args)
         await pool.open(wait=False)
         return pool
 
