@@ -80,7 +80,6 @@ def _took_back(child: Child, line: str) -> bool:
     return found is not None and (int(found[1]) > 0 or int(found[2]) > 0)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 8 item 10: needs the runtime fix")
 def test_killed_workers_job_is_recovered_while_every_peer_is_busy(
     tmp_path: Path, ledger: tuple[str, str]
 ) -> None:

@@ -42,7 +42,6 @@ APP = textwrap.dedent(
 )
 
 
-@pytest.mark.xfail(strict=True, reason="issue 8 item 11: needs the runtime fix")
 def test_sigterm_stops_a_cooperative_handler_without_an_error_log(tmp_path: Path) -> None:
     database = str(tmp_path / "ledger.sqlite3")
     (tmp_path / "chaos_app.py").write_text(APP)

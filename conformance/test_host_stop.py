@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import pytest
-
 from acta import Acta, JobContext, JobStatus
 from acta.model.codes import EventCode, WorkerStatus
 from acta_testing import AsyncHost
@@ -22,7 +20,6 @@ if TYPE_CHECKING:
     from conformance.conftest import Ledger
 
 
-@pytest.mark.xfail(strict=True, reason="issue 8 item 12: needs the runtime fix")
 async def test_stop_awaited_in_an_async_handler_stops_the_worker(
     acta_app: Acta, acta_async_host: AsyncHost, ledger: Ledger
 ) -> None:

@@ -17,7 +17,7 @@ import pytest
 from acta import Acta
 from acta.clock import SystemClock
 from acta.provider.protocol import Provider
-from acta.runtime.run import TickOutcome
+from acta.runtime.run import RunEnd
 
 if TYPE_CHECKING:
     from conformance.conftest import Ledger
@@ -52,7 +52,7 @@ async def test_a_settle_writes_its_events_at_one_instant(app: Acta, ledger: Ledg
     try:
         await worker.ensure_registered()
         outcome, _ = await worker.run_one()
-        assert outcome is TickOutcome.COMPLETED
+        assert outcome is RunEnd.COMPLETED
     finally:
         worker.threads.shutdown(wait=True)
 

@@ -3,7 +3,7 @@
 Everything above the ledger (producer, reader, runtime, operators) holds a ``Ledger``, never a
 provider. It owns what would otherwise leak upwards:
 
-* the provider's capabilities, as booleans (``fused``, ``notify``), not feature strings;
+* the provider's capabilities (``fused``, ``notify``), so callers never ask the provider;
 * the ``:now`` rule: ``now()`` is what every time-dependent statement binds (NULL in
   production, so the database clock judges; the test clock's instant in tests);
 * catalog ids learnt from acta's own committed transactions (namespace and definition ids),
@@ -72,12 +72,12 @@ class Ledger:
     @property
     def fused(self) -> bool:
         """Whether whole batches run as one statement (the fused server statements exist)."""
-        return "fused" in self.provider.features
+        return self.provider.capabilities.fused
 
     @property
     def notify(self) -> bool:
         """Whether the database rings a bell for other processes (LISTEN/NOTIFY)."""
-        return "notify" in self.provider.features
+        return self.provider.capabilities.notify
 
     @property
     def channel(self) -> str | None:

@@ -23,7 +23,7 @@ T = TypeVar("T")
 VerbFactory = Callable[[], Verb[T]]
 
 # Statements only server dialects define: whole batches in one round trip ("fused"; the fused
-# enqueue also rings the NOTIFY bell when the dialect has the "notify" feature). SQLite runs
+# enqueue also rings the NOTIFY bell when the provider has the notify capability). SQLite runs
 # in-process, where a round trip costs nothing, and takes the portable statements instead;
 # every other statement exists in every dialect.
 SERVER_STATEMENTS = frozenset(
@@ -53,11 +53,8 @@ class Provider(Protocol):
     dialect: str
     schema: str
     capabilities: Capabilities
-    features: frozenset[str]
-    """"fused": the fused statements exist; "notify": ``notify_ready`` rings a bell (the same
-    as ``capabilities``, which replaces it)."""
     channel: str
-    """The notification channel of this ledger (meaningful with the "notify" feature)."""
+    """The notification channel of this ledger (meaningful when ``capabilities.notify``)."""
 
     @property
     def where(self) -> str:

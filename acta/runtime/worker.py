@@ -164,6 +164,10 @@ class Worker:
         """Definitions this worker hands back for want of a handler, never claimed again."""
         return self.env.skipped
 
+    def now(self) -> datetime | None:
+        """The ``:now`` every statement of this worker binds (None: the database clock)."""
+        return self.ledger.now()
+
     # -- what the test host and specs may watch and drive ---------------------------------
 
     @property

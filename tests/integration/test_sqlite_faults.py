@@ -29,8 +29,7 @@ import pytest
 from acta import Acta, DatabaseUnavailableError, JobStatus
 from acta.clock import ManualClock
 from acta.provider.sqlite import SqliteProvider
-from acta.runtime.run import TickOutcome
-from acta_testing import AsyncHost
+from acta_testing import AsyncHost, TickOutcome
 
 JOBS = 200
 FILL_EVERY = 25  # every 25th run fills the disk while it runs, so its settle meets ENOSPC

@@ -61,7 +61,6 @@ class PostgresProvider:
     """
 
     dialect = "postgres"
-    features = frozenset({"fused", "notify"})
     capabilities = Capabilities(fused=True, notify=True)
 
     def __init__(

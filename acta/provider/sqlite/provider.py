@@ -45,7 +45,6 @@ class SqliteProvider:
     """Ledger on a SQLite file (``:memory:`` is refused: workers need a shared file)."""
 
     dialect = "sqlite"
-    features: frozenset[str] = frozenset()
     capabilities = Capabilities(fused=False, notify=False)
     channel = ""
 

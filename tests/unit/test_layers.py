@@ -1,0 +1,123 @@
+"""The layers of acta point one way: no module imports a layer above its own.
+
+Every import counts, at module level, inside a function or under ``TYPE_CHECKING``: a
+function-level import that dodges a circle at load time still ties the two modules together.
+The order, bottom to top, is the one docs/internals/design.md draws.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Bottom to top. A module belongs to the first layer with a matching prefix (exact name, or a
+# package prefix ending in "."); every module of acta and acta_testing must belong to one.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    (
+        "primitives",
+        (
+            "acta.errors",
+            "acta.names",
+            "acta.duration",
+            "acta.instant",
+            "acta.codec",
+            "acta.annotation",
+            "acta.shape",
+            "acta.ids",
+            "acta.clock",
+            "acta.backoff",
+            "acta.bell",
+            "acta.context",
+            "acta.model",
+            "acta.model.",
+        ),
+    ),
+    ("policy", ("acta.policy", "acta.policy.")),
+    ("definitions", ("acta.definition", "acta.registry")),
+    ("provider", ("acta.provider", "acta.provider.")),
+    ("ledger", ("acta.ledger", "acta.ledger.")),
+    ("producer and reader", ("acta.producer", "acta.reader")),
+    ("runtime", ("acta.runtime", "acta.runtime.")),
+    ("application", ("acta.app", "acta")),
+    ("outside", ("acta.cli", "acta.cli.", "acta_testing", "acta_testing.")),
+]
+
+
+def _layer(module: str) -> int:
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if module == prefix or (prefix.endswith(".") and module.startswith(prefix)):
+                return index
+    raise AssertionError(f"module {module} belongs to no layer: add it to LAYERS")
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package in ("acta", "acta_testing"):
+        for path in (ROOT / package).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def _imports(module: str, path: Path, known: set[str]) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    targets: set[str] = set()
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            names = [f"{base}.{alias.name}" for alias in node.names] + [base]
+        for name in names:
+            while name and name not in known:
+                name = name.rpartition(".")[0]
+            if name and name != module:
+                targets.add(name)
+    return targets
+
+
+def test_every_module_has_a_layer() -> None:
+    for module in _modules():
+        _layer(module)
+
+
+def test_no_module_imports_a_layer_above_its_own() -> None:
+    modules = _modules()
+    known = set(modules)
+    upward = []
+    for module, path in sorted(modules.items()):
+        mine = _layer(module)
+        for target in sorted(_imports(module, path, known)):
+            # A package's __init__ naming its own submodules is the package itself.
+            if target.startswith(module + "."):
+                continue
+            theirs = _layer(target)
+            if theirs > mine:
+                upward.append(
+                    f"{module} ({LAYERS[mine][0]}) imports {target} ({LAYERS[theirs][0]})"
+                )
+    assert not upward, "imports that point up a layer:\n" + "\n".join(upward)
+
+
+@pytest.mark.parametrize(
+    ("module", "layer"),
+    [
+        ("acta.definition", "definitions"),
+        ("acta.runtime.worker", "runtime"),
+        ("acta", "application"),
+    ],
+)
+def test_layers_are_assigned_as_drawn(module: str, layer: str) -> None:
+    assert LAYERS[_layer(module)][0] == layer
