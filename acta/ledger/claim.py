@@ -28,8 +28,10 @@ def _lease(
     skip_definitions: Collection[int],
     lease_ms: int,
     now: datetime | None,
+    only_job_id: int | None = None,
 ) -> Verb[list[Claimed]]:
-    """The portable claim: lease up to ``limit`` due jobs (dispatched), in claim order."""
+    """The portable claim: lease up to ``limit`` due jobs (dispatched), in claim order; only
+    the job ``only_job_id`` when given."""
     leased = yield fetch_all(
         "claim",
         {
@@ -39,6 +41,7 @@ def _lease(
             "limit": limit,
             "skip": json.dumps(sorted(skip_definitions)),
             "lease_ms": lease_ms,
+            "only_job_id": only_job_id,
         },
     )
     if not leased:
@@ -214,13 +217,9 @@ def claim(
 
 
 def claim_job(
-    worker_id: int, job_id: int, lease_ms: int, now: datetime | None
+    worker_id: int, namespace_id: int, job_id: int, lease_ms: int, now: datetime | None
 ) -> Verb[Claimed | None]:
-    """Lease one given job if it is ready and due: a busy worker taking a system job."""
-    leased = yield fetch_all(
-        "claim_job", {"now": now, "worker_id": worker_id, "job_id": job_id, "lease_ms": lease_ms}
-    )
-    if not leased:
-        return None
-    rows = yield fetch_all("claimed_jobs", {"job_ids": json.dumps([leased[0]["job_id"]])})
-    return _claimed(rows[0])
+    """Lease one given job if it is ready and due: a busy worker taking a system job. The same
+    claim statement as any claim, so what makes a job claimable is written once."""
+    claimed = yield from _lease(worker_id, namespace_id, 1, (), lease_ms, now, job_id)
+    return claimed[0] if claimed else None

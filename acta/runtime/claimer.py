@@ -68,7 +68,7 @@ class Claimer:
         ledger, me = self.ledger, self.identity
         if not me.recovery_job_id:
             return None
-        args = (me.worker_id, me.recovery_job_id, self.lease // _MS, ledger.now())
+        args = (me.worker_id, me.namespace_id, me.recovery_job_id, self.lease // _MS, ledger.now())
         job = await ledger.run_async(lambda: claim_job(*args), name="claim")
         return None if job is None else Run(job, asyncio.get_running_loop())
 

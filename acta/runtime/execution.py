@@ -62,12 +62,10 @@ async def execute(env: RunEnv, run: Run) -> RunEnd:
     started = run.started
     if started is None:
         audit_started = audited(policy.audit, EventCode.EXECUTION_STARTED)
-        try:
-            started = await _kept(
-                env, run, lambda: env.committer.start(job, audit_started), "start"
-            )
-        except _GaveUp:
-            return RunEnd.KILLED if env.killed else RunEnd.LEFT_LEASED
+        kept = await _kept(env, run, lambda: env.committer.start(job, audit_started), "start")
+        if isinstance(kept, RunEnd):
+            return kept
+        started = kept
     if env.killed:
         return RunEnd.KILLED
     if started is None:
@@ -249,10 +247,9 @@ async def _settle(env: RunEnv, run: Run, plan: Transition, outcome: RunEnd) -> R
         return RunEnd.KILLED
     if run.stop_reason is Stop.LEASE_LOST:
         return RunEnd.LEASE_LOST
-    try:
-        written = await _kept(env, run, lambda: env.committer.settle(plan), "settle")
-    except _GaveUp:
-        return RunEnd.KILLED if env.killed else RunEnd.LEFT_LEASED
+    written = await _kept(env, run, lambda: env.committer.settle(plan), "settle")
+    if isinstance(written, RunEnd):
+        return written
     if env.killed:
         return RunEnd.KILLED
     if written is None:
@@ -262,16 +259,13 @@ async def _settle(env: RunEnv, run: Run, plan: Transition, outcome: RunEnd) -> R
     return outcome
 
 
-class _GaveUp(Exception):
-    """The worker died or gave up on unfinished runs while the database was away."""
-
-
-async def _kept(env: RunEnv, run: Run, write: Callable[[], Awaitable[T]], what: str) -> T:
+async def _kept(env: RunEnv, run: Run, write: Callable[[], Awaitable[T]], what: str) -> T | RunEnd:
     """Run a start or settle until the database takes it. The decision is made; only the
     database is missing, so keep it and try again with backoff rather than let recovery run
     the job again. Every try is fenced (and an in-doubt earlier try is recognised as this
-    worker's own write), so a try that lands after the lease moved on changes nothing. Raises
-    _GaveUp when the worker dies or its shutdown gives up: the job is left for recovery."""
+    worker's own write), so a try that lands after the lease moved on changes nothing. When the
+    worker dies or its shutdown gives up, the job is left for recovery: that RunEnd is
+    returned instead."""
     wait = SETTLE_RETRY_FIRST
     while True:
         try:
@@ -283,7 +277,7 @@ async def _kept(env: RunEnv, run: Run, write: Callable[[], Awaitable[T]], what: 
                 log.warning(
                     "job %s is left for recovery: could not %s it (%s)", run.job.job_ref, what, exc
                 )
-                raise _GaveUp from exc
+                return RunEnd.KILLED if env.killed else RunEnd.LEFT_LEASED
             log.warning(
                 "could not %s job %s (%s); trying again in %g s",
                 what,

@@ -3,7 +3,8 @@
 -- name: claim
 -- Claim order: priority (high first), then due time, then id. Only an active worker claims.
 -- Definitions listed in :skip (a JSON array of ids this worker has no handler for) are left
--- for other workers.
+-- for other workers. :only_job_id, when given, narrows the claim to that one job (a busy
+-- worker taking the recovery slot).
 --
 -- The candidates are picked in a MATERIALIZED CTE with FOR UPDATE SKIP LOCKED: rows another
 -- claimer is taking right now are skipped instead of waited for, so concurrent workers never
@@ -19,6 +20,7 @@ WITH candidates AS MATERIALIZED (
       AND r.next_run_at <= COALESCE(:now::timestamptz, now())
       AND r.definition_id NOT IN (
           SELECT s.id::bigint FROM jsonb_array_elements_text(:skip::jsonb) AS s(id))
+      AND (:only_job_id::bigint IS NULL OR r.job_id = :only_job_id::bigint)
       AND EXISTS (SELECT 1 FROM {schema}.workers w WHERE w.id = :worker_id AND w.status = 1)
     ORDER BY r.priority DESC, r.next_run_at, r.job_id
     LIMIT :limit

@@ -3,6 +3,8 @@
 -- name: claim
 -- Claim order: priority (high first), then due time, then id. Only an active worker claims.
 -- Definitions listed in :skip (no handler in this worker) are left for other workers.
+-- :only_job_id, when given, narrows the claim to that one job (a busy worker taking the
+-- recovery slot).
 -- SQLite has one writer at a time (BEGIN IMMEDIATE), so the candidate LIMIT is exact.
 WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now'))),
 candidates AS (
@@ -12,6 +14,7 @@ candidates AS (
       AND r.status = 10
       AND r.next_run_at <= (SELECT now FROM t)
       AND r.definition_id NOT IN (SELECT value FROM json_each(:skip))
+      AND (:only_job_id IS NULL OR r.job_id = :only_job_id)
       AND EXISTS (SELECT 1 FROM {schema}.workers w WHERE w.id = :worker_id AND w.status = 1)
     ORDER BY r.priority DESC, r.next_run_at, r.job_id
     LIMIT :limit
