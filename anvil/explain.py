@@ -29,7 +29,7 @@ from typing import Any
 import psycopg
 
 from acta.model.codes import JobStatus
-from acta.provider.postgres.provider import PostgresProvider
+from acta.provider.postgres.link import AsyncLink, SyncLink
 from acta.provider.verb import Op
 from anvil.bench_app import NOOP
 from anvil.workload import Ledger, Target, clock, fresh_ledger
@@ -116,47 +116,49 @@ def _split(timed: list[tuple[bool, float]]) -> tuple[float, float]:
 
 @contextlib.contextmanager
 def hooked(probe: Probe) -> Iterator[None]:
-    """Patch the provider (and psycopg's commit) to feed ``probe``."""
-    run_sync, run_async = PostgresProvider._execute, PostgresProvider._aexecute
+    """Patch the provider's links (and psycopg's commit) to feed ``probe``."""
+    run_sync, run_async = SyncLink.execute, AsyncLink.execute
     commit_sync, commit_async = psycopg.Connection.commit, psycopg.AsyncConnection.commit
 
-    def execute(self: PostgresProvider, cur: Any, op: Op) -> Any:
+    async def execute(self: SyncLink, op: Op, sql: str) -> Any:
+        cur = self.cur
         if probe.wants_plan(op):
             before, after = _undoable(cur.connection.autocommit)
             cur.execute(before)
-            cur.execute(EXPLAIN + self._query(op), op.params, prepare=False)
+            cur.execute(EXPLAIN + sql, op.params, prepare=False)
             probe.keep(op, cur.fetchall())
             cur.execute(after)
             timed = []
             for prepare in (False, True, True, False, True, False):
                 cur.execute(before)
                 begun = clock.monotonic()
-                cur.execute(self._query(op), op.params, prepare=prepare)
+                cur.execute(sql, op.params, prepare=prepare)
                 timed.append((prepare, clock.monotonic() - begun))
                 cur.execute(after)
             probe.compared(op, *_split(timed))
         begun = clock.monotonic()
-        result = run_sync(self, cur, op)
+        result = await run_sync(self, op, sql)
         probe.trip(op.statement, clock.monotonic() - begun, batch_size(op))
         return result
 
-    async def aexecute(self: PostgresProvider, cur: Any, op: Op) -> Any:
+    async def aexecute(self: AsyncLink, op: Op, sql: str) -> Any:
+        cur = self.cur
         if probe.wants_plan(op):
             before, after = _undoable(cur.connection.autocommit)
             await cur.execute(before)
-            await cur.execute(EXPLAIN + self._query(op), op.params, prepare=False)
+            await cur.execute(EXPLAIN + sql, op.params, prepare=False)
             probe.keep(op, await cur.fetchall())
             await cur.execute(after)
             timed = []
             for prepare in (False, True, True, False, True, False):
                 await cur.execute(before)
                 begun = clock.monotonic()
-                await cur.execute(self._query(op), op.params, prepare=prepare)
+                await cur.execute(sql, op.params, prepare=prepare)
                 timed.append((prepare, clock.monotonic() - begun))
                 await cur.execute(after)
             probe.compared(op, *_split(timed))
         begun = clock.monotonic()
-        result = await run_async(self, cur, op)
+        result = await run_async(self, op, sql)
         probe.trip(op.statement, clock.monotonic() - begun, batch_size(op))
         return result
 
@@ -170,15 +172,15 @@ def hooked(probe: Probe) -> Iterator[None]:
         await commit_async(self)
         probe.trip("COMMIT", clock.monotonic() - begun, 1)
 
-    PostgresProvider._execute = execute  # type: ignore[method-assign]
-    PostgresProvider._aexecute = aexecute  # type: ignore[method-assign]
+    SyncLink.execute = execute  # type: ignore[method-assign]
+    AsyncLink.execute = aexecute  # type: ignore[method-assign]
     psycopg.Connection.commit = commit  # type: ignore[method-assign]
     psycopg.AsyncConnection.commit = acommit  # type: ignore[method-assign]
     try:
         yield
     finally:
-        PostgresProvider._execute = run_sync  # type: ignore[method-assign]
-        PostgresProvider._aexecute = run_async  # type: ignore[method-assign]
+        SyncLink.execute = run_sync  # type: ignore[method-assign]
+        AsyncLink.execute = run_async  # type: ignore[method-assign]
         psycopg.Connection.commit = commit_sync  # type: ignore[method-assign]
         psycopg.AsyncConnection.commit = commit_async  # type: ignore[method-assign]
 

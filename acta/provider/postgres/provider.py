@@ -22,7 +22,6 @@ from typing import Any, TypeVar, cast
 
 import psycopg
 from psycopg import errors
-from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from acta.clock import Clock
@@ -35,21 +34,27 @@ from acta.provider.postgres.connect import (
     DEFAULT_APPLICATION_NAME,
     Target,
     retry_kind,
-    utc_dict_row,
+)
+from acta.provider.postgres.link import (
+    AsyncLinks,
+    Link,
+    Links,
+    SyncLinks,
+    async_link,
+    finish,
+    idle_autocommit,
+    sync_link,
 )
 from acta.provider.postgres.pools import Pools
 from acta.provider.protocol import Capabilities, VerbFactory
 from acta.provider.statements import Statements, replace_schema
-from acta.provider.verb import Diverged, Op, VerbRun, drive, drive_async
+from acta.provider.verb import Diverged, Op, VerbRun, drive_async
 
 T = TypeVar("T")
 
 PACKAGE = catalog.PACKAGE
 ATTEMPTS = 5
 _SAVEPOINT = "acta_verb"
-
-DictCursor = psycopg.Cursor[dict[str, Any]]
-AsyncDictCursor = psycopg.AsyncCursor[dict[str, Any]]
 
 
 class PostgresProvider:
@@ -139,42 +144,41 @@ class PostgresProvider:
         # The text comes from acta's own .sql files, never from user input.
         return self.statements[op.statement].sql
 
-    def _execute(self, cur: DictCursor, op: Op) -> Any:
-        if op.fetch == "many":
-            cur.executemany(self._query(op), cast(Any, op.params))
-            return None
-        cur.execute(self._query(op), cast(Any, op.params), prepare=False)
-        if op.fetch == "rowcount":
-            return cur.rowcount
-        return cur.fetchone() if op.fetch == "one" else cur.fetchall()
-
-    async def _aexecute(self, cur: AsyncDictCursor, op: Op) -> Any:
-        if op.fetch == "many":
-            await cur.executemany(self._query(op), cast(Any, op.params))
-            return None
-        await cur.execute(self._query(op), cast(Any, op.params), prepare=False)
-        if op.fetch == "rowcount":
-            return cur.rowcount
-        return await cur.fetchone() if op.fetch == "one" else await cur.fetchall()
-
     def run(self, make: VerbFactory[T], *, tx: object | None = None) -> T:
         if tx is not None:
-            return self._run_in_caller_tx(make, caller_tx.unwrap(tx))
+            conn = caller_tx.unwrap(tx)
+            if not isinstance(conn, psycopg.Connection):
+                raise _wrong_connection(conn)
+            return finish(lambda: self._in_caller_tx(sync_link(conn), make))
+        links = SyncLinks(self.sync_pool())
+        return finish(lambda: self._run(links, make))
+
+    async def run_async(self, make: VerbFactory[T], *, tx: object | None = None) -> T:
+        if tx is not None:
+            conn = await caller_tx.unwrap_async(tx)
+            if isinstance(conn, psycopg.AsyncConnection):
+                return await self._in_caller_tx(async_link(conn), make)
+            return self.run(make, tx=conn)
+        return await self._run(AsyncLinks(await self.async_pool()), make)
+
+    # The logic below is written once, over a Link: AsyncLink awaits psycopg's async
+    # connection, SyncLink calls the sync one and never suspends (``finish`` runs it).
+
+    async def _run(self, links: Links, make: VerbFactory[T]) -> T:
         run = VerbRun(make)
         for attempt in range(1, ATTEMPTS + 1):
-            pool = self.sync_pool()
-            conn: psycopg.Connection[Any] | None = None
+            conn: psycopg.BaseConnection[Any] | None = None
             try:
-                with pool.connection() as conn:
-                    return self._transaction(conn, run)
+                async with links.connection() as link:
+                    conn = link.conn
+                    return await self._attempt(link, run)
             except PoolTimeout as exc:
                 raise self.target.unavailable(exc, "get a connection to") from None
             except Diverged as diverged:
                 raise self._failed(cast(psycopg.Error, diverged.cause), None) from diverged.cause
             except psycopg.Error as exc:
-                kind = self._again(run, exc, retry_kind(exc, conn), attempt)
-                if kind == "reconnect":
-                    pool.check()  # drop every idle connection the server also closed
+                if self._again(run, exc, retry_kind(exc, conn), attempt) == "reconnect":
+                    await links.check()  # drop every idle connection the server also closed
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _again(self, run: VerbRun[Any], exc: psycopg.Error, kind: str | None, attempt: int) -> str:
@@ -190,117 +194,55 @@ class PostgresProvider:
         run.failed(exc, in_doubt=kind == "reconnect")
         return kind
 
-    def _transaction(self, conn: psycopg.Connection[Any], run: VerbRun[T]) -> T:
-        try:
-            with conn.cursor(row_factory=utc_dict_row) as cur:
+    async def _attempt(self, link: Link, run: VerbRun[T]) -> T:
+        """One attempt of a verb in a transaction of its own."""
 
-                def run_op(step: tuple[Op, bool]) -> Any:
-                    op, alone = step
-                    if not alone:
-                        return self._execute(cur, op)
-                    conn.autocommit = True  # one round trip: the statement commits itself
-                    try:
-                        return self._execute(cur, op)
-                    finally:
-                        conn.autocommit = False
-
-                result = drive(run.steps(), run_op)
-            conn.commit()
-            return result
-        except BaseException:
-            if not conn.closed:
-                with contextlib.suppress(psycopg.Error):
-                    conn.rollback()
-            raise
-
-    async def run_async(self, make: VerbFactory[T], *, tx: object | None = None) -> T:
-        if tx is not None:
-            conn = await caller_tx.unwrap_async(tx)
-            if isinstance(conn, psycopg.AsyncConnection):
-                return await self._arun_in_caller_tx(make, conn)
-            return self._run_in_caller_tx(make, conn)
-        run = VerbRun(make)
-        for attempt in range(1, ATTEMPTS + 1):
-            pool = await self.async_pool()
-            aconn: psycopg.AsyncConnection[Any] | None = None
+        async def step(planned: tuple[Op, bool]) -> Any:
+            op, alone = planned
+            if not alone:
+                return await link.execute(op, self._query(op))
+            await link.set_autocommit(True)  # one round trip: the statement commits itself
             try:
-                async with pool.connection() as aconn:
-                    return await self._atransaction(aconn, run)
-            except PoolTimeout as exc:
-                raise self.target.unavailable(exc, "get a connection to") from None
-            except Diverged as diverged:
-                raise self._failed(cast(psycopg.Error, diverged.cause), None) from diverged.cause
-            except psycopg.Error as exc:
-                kind = self._again(run, exc, retry_kind(exc, aconn), attempt)
-                if kind == "reconnect":
-                    await pool.check()
-        raise AssertionError("unreachable")  # pragma: no cover
+                return await link.execute(op, self._query(op))
+            finally:
+                await link.set_autocommit(False)
 
-    async def _atransaction(self, conn: psycopg.AsyncConnection[Any], run: VerbRun[T]) -> T:
         try:
-            async with conn.cursor(row_factory=utc_dict_row) as cur:
-
-                async def run_op(step: tuple[Op, bool]) -> Any:
-                    op, alone = step
-                    if not alone:
-                        return await self._aexecute(cur, op)
-                    await conn.set_autocommit(True)  # one round trip: it commits itself
-                    try:
-                        return await self._aexecute(cur, op)
-                    finally:
-                        await conn.set_autocommit(False)
-
-                result = await drive_async(run.steps(), run_op)
-            await conn.commit()
+            result = await drive_async(run.steps(), step)
+            await link.commit()
             return result
         except BaseException:
-            if not conn.closed:
+            if not link.conn.closed:
                 with contextlib.suppress(psycopg.Error):
-                    await conn.rollback()
+                    await link.rollback()
             raise
 
-    # -- the caller's transaction ---------------------------------------------------------
+    async def _in_caller_tx(
+        self, linking: contextlib.AbstractAsyncContextManager[Link], make: VerbFactory[T]
+    ) -> T:
+        """A verb inside the caller's transaction: it commits or rolls back with theirs."""
+        async with linking as link:
 
-    def _run_in_caller_tx(self, make: VerbFactory[T], conn: object) -> T:
-        if not isinstance(conn, psycopg.Connection):
-            raise _wrong_connection(conn)
-        with conn.cursor(row_factory=utc_dict_row) as cur:
-            if conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
+            async def step(op: Op) -> Any:
+                return await link.execute(op, self._query(op))
+
+            if idle_autocommit(link.conn):
                 # No transaction is open and none would be: the verb is a transaction of its own.
-                with conn.transaction():
-                    return drive(make(), lambda op: self._execute(cur, op))
+                async with link.transaction():
+                    return await drive_async(make(), step)
             # Inside the caller's transaction (psycopg opens it now if the caller had not yet
             # run anything): a savepoint keeps the verb atomic and never commits; the caller's
             # commit or rollback decides for acta's rows too.
-            cur.execute(f"SAVEPOINT {_SAVEPOINT}", prepare=False)
+            await link.raw(f"SAVEPOINT {_SAVEPOINT}")
             try:
-                result = drive(make(), lambda op: self._execute(cur, op))
+                result = await drive_async(make(), step)
             except BaseException:
-                if not conn.closed:
+                if not link.conn.closed:
                     with contextlib.suppress(psycopg.Error):
-                        cur.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}", prepare=False)
-                        cur.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}", prepare=False)
+                        await link.raw(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
+                        await link.raw(f"RELEASE SAVEPOINT {_SAVEPOINT}")
                 raise
-            cur.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}", prepare=False)
-            return result
-
-    async def _arun_in_caller_tx(
-        self, make: VerbFactory[T], conn: psycopg.AsyncConnection[Any]
-    ) -> T:
-        async with conn.cursor(row_factory=utc_dict_row) as cur:
-            if conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
-                async with conn.transaction():
-                    return await drive_async(make(), lambda op: self._aexecute(cur, op))
-            await cur.execute(f"SAVEPOINT {_SAVEPOINT}", prepare=False)
-            try:
-                result = await drive_async(make(), lambda op: self._aexecute(cur, op))
-            except BaseException:
-                if not conn.closed:
-                    with contextlib.suppress(psycopg.Error):
-                        await cur.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}", prepare=False)
-                        await cur.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}", prepare=False)
-                raise
-            await cur.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}", prepare=False)
+            await link.raw(f"RELEASE SAVEPOINT {_SAVEPOINT}")
             return result
 
     # -- schema ---------------------------------------------------------------------------

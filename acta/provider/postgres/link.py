@@ -1,0 +1,190 @@
+"""A PostgreSQL connection as acta's transaction logic sees it: the one place that differs
+between psycopg's sync and async connections.
+
+The transaction and retry logic (``acta.provider.postgres.transaction``) is written once, as
+coroutines over a ``Link``. An ``AsyncLink`` awaits psycopg's async connection; a ``SyncLink``
+calls the sync one from coroutines that never suspend, so the sync provider runs the very same
+logic to completion without an event loop (``finish``). Only these thin adapters come in two.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any, Protocol, TypeVar, cast
+
+import psycopg
+from psycopg.pq import TransactionStatus
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from acta.provider.postgres.connect import utc_dict_row
+from acta.provider.verb import Op
+
+T = TypeVar("T")
+DictCursor = psycopg.Cursor[dict[str, Any]]
+AsyncDictCursor = psycopg.AsyncCursor[dict[str, Any]]
+
+
+class Link(Protocol):
+    """One connection with its cursor, in the terms the transaction logic needs."""
+
+    @property
+    def conn(self) -> psycopg.BaseConnection[Any]: ...
+
+    async def execute(self, op: Op, sql: str) -> Any:
+        """Run one statement of a verb and fetch what ``op`` asks for."""
+        ...
+
+    async def raw(self, sql: str) -> None:
+        """Run acta's own fixed SQL (savepoints)."""
+        ...
+
+    async def set_autocommit(self, on: bool) -> None: ...
+
+    async def commit(self) -> None: ...
+
+    async def rollback(self) -> None: ...
+
+    def transaction(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """BEGIN ... COMMIT (ROLLBACK on error) on an autocommit connection."""
+        ...
+
+
+class Links(Protocol):
+    """Where links come from: a pool of acta's own connections."""
+
+    def connection(self) -> contextlib.AbstractAsyncContextManager[Link]: ...
+
+    async def check(self) -> None:
+        """Drop the idle connections the server closed (after a lost connection)."""
+        ...
+
+
+def idle_autocommit(conn: psycopg.BaseConnection[Any]) -> bool:
+    """Whether no transaction is open on ``conn`` and none would be opened implicitly."""
+    return conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE
+
+
+class SyncLink:
+    """A psycopg ``Connection`` behind coroutines that never suspend."""
+
+    def __init__(self, conn: psycopg.Connection[Any], cur: DictCursor) -> None:
+        self.conn: psycopg.Connection[Any] = conn
+        self.cur = cur
+
+    async def execute(self, op: Op, sql: str) -> Any:
+        cur = self.cur
+        if op.fetch == "many":
+            cur.executemany(sql, cast(Any, op.params))
+            return None
+        cur.execute(sql, cast(Any, op.params), prepare=False)
+        if op.fetch == "rowcount":
+            return cur.rowcount
+        return cur.fetchone() if op.fetch == "one" else cur.fetchall()
+
+    async def raw(self, sql: str) -> None:
+        self.cur.execute(sql, prepare=False)
+
+    async def set_autocommit(self, on: bool) -> None:
+        self.conn.autocommit = on
+
+    async def commit(self) -> None:
+        self.conn.commit()
+
+    async def rollback(self) -> None:
+        self.conn.rollback()
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        with self.conn.transaction():
+            yield
+
+
+class AsyncLink:
+    """A psycopg ``AsyncConnection``."""
+
+    def __init__(self, conn: psycopg.AsyncConnection[Any], cur: AsyncDictCursor) -> None:
+        self.conn: psycopg.AsyncConnection[Any] = conn
+        self.cur = cur
+
+    async def execute(self, op: Op, sql: str) -> Any:
+        cur = self.cur
+        if op.fetch == "many":
+            await cur.executemany(sql, cast(Any, op.params))
+            return None
+        await cur.execute(sql, cast(Any, op.params), prepare=False)
+        if op.fetch == "rowcount":
+            return cur.rowcount
+        return await cur.fetchone() if op.fetch == "one" else await cur.fetchall()
+
+    async def raw(self, sql: str) -> None:
+        await self.cur.execute(sql, prepare=False)
+
+    async def set_autocommit(self, on: bool) -> None:
+        await self.conn.set_autocommit(on)
+
+    async def commit(self) -> None:
+        await self.conn.commit()
+
+    async def rollback(self) -> None:
+        await self.conn.rollback()
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        async with self.conn.transaction():
+            yield
+
+
+@contextlib.asynccontextmanager
+async def sync_link(conn: psycopg.Connection[Any]) -> AsyncIterator[Link]:
+    with conn.cursor(row_factory=utc_dict_row) as cur:
+        yield SyncLink(conn, cur)
+
+
+@contextlib.asynccontextmanager
+async def async_link(conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[Link]:
+    async with conn.cursor(row_factory=utc_dict_row) as cur:
+        yield AsyncLink(conn, cur)
+
+
+class SyncLinks:
+    """Links over the sync pool."""
+
+    def __init__(self, pool: ConnectionPool[psycopg.Connection[Any]]) -> None:
+        self.pool = pool
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[Link]:
+        with self.pool.connection() as conn:
+            async with sync_link(conn) as link:
+                yield link
+
+    async def check(self) -> None:
+        self.pool.check()
+
+
+class AsyncLinks:
+    """Links over the async pool of the running event loop."""
+
+    def __init__(self, pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]]) -> None:
+        self.pool = pool
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[Link]:
+        async with self.pool.connection() as conn, async_link(conn) as link:
+            yield link
+
+    async def check(self) -> None:
+        await self.pool.check()
+
+
+def finish(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run a coroutine over sync links to its end, without an event loop: nothing in it ever
+    suspends (a SyncLink's coroutines call the driver directly)."""
+    coro = make()
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return cast(T, done.value)
+    coro.close()
+    raise RuntimeError("a coroutine over sync links suspended; it must not")
