@@ -27,6 +27,7 @@ from acta.errors import (
     ValidationError,
 )
 from acta.ids import JobRef
+from acta.ledger.facade import LedgerHook
 from acta.model.codes import AuditLevel, EventCode, JobStatus, Outcome, Reason, WorkerStatus
 from acta.model.rows import EventInfo, JobInfo, WorkerInfo
 from acta.policy.job import JobPolicy
@@ -58,6 +59,7 @@ __all__ = [
     "JobRef",
     "JobRequest",
     "JobStatus",
+    "LedgerHook",
     "ManualClock",
     "Outcome",
     "PayloadError",

@@ -107,6 +107,7 @@ class Acta(Reader):
         """Temporarily point this app at another ledger and clock (the test host uses it)."""
         saved = self._ledger
         self._ledger = Ledger(provider, clock or saved.clock)
+        self._ledger.hooks = saved.hooks  # what observes this app observes it there too
         try:
             yield self
         finally:
