@@ -25,7 +25,7 @@ from typing import Any
 
 from acta.app import Acta
 from acta.cli import render
-from acta.cli.common import EXIT_FAILURE, EXIT_OK, HANDLER, UsageError
+from acta.cli.command import EXIT_FAILURE, EXIT_OK, HANDLER, UsageError
 from acta.context import JobContext
 from acta.duration import format_duration
 from acta.model.codes import JobStatus

@@ -12,7 +12,8 @@ from typing import Any
 
 from acta.app import Acta
 from acta.cli import render
-from acta.cli.common import EXIT_OK, HANDLER, add_ledger_options, open_reader, resolve_ledger
+from acta.cli.command import EXIT_OK, HANDLER
+from acta.cli.ledger import add_ledger_options, open_reader, resolve_ledger
 from acta.errors import InputDecodeError
 from acta.ids import JobRef
 from acta.model.codes import JobStatus

@@ -39,8 +39,8 @@ from collections.abc import Sequence
 
 from acta import __version__
 from acta.app import Acta
-from acta.cli import demo, jobs, schema, worker
-from acta.cli.common import (
+from acta.cli import demo, jobs, schema, serve
+from acta.cli.command import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
@@ -59,7 +59,7 @@ EPILOG = (
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``worker``, ``schema``, ``jobs`` and ``demo`` to a subcommand set."""
-    worker.register(commands)
+    serve.register(commands)
     schema.register(commands)
     jobs.register(commands)
     demo.register(commands)

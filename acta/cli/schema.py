@@ -10,12 +10,8 @@ from __future__ import annotations
 import argparse
 
 from acta.app import Acta
-from acta.cli.common import (
-    EXIT_OK,
-    HANDLER,
-    add_ledger_options,
-    resolve_ledger,
-)
+from acta.cli.command import EXIT_OK, HANDLER
+from acta.cli.ledger import add_ledger_options, resolve_ledger
 from acta.errors import ConfigurationError
 from acta.names import validate_schema_name
 from acta.provider import registry

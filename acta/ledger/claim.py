@@ -14,7 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from acta.ledger.enqueue import event_params
+from acta.ledger.events import event_params
 from acta.ledger.transition import own_earlier_write
 from acta.model.codes import EventCode, JobStatus
 from acta.model.rows import Claimed, Started

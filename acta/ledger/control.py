@@ -11,7 +11,7 @@ from datetime import datetime
 
 from acta.errors import ConflictError, JobNotFoundError, ValidationError
 from acta.ledger import read
-from acta.ledger.enqueue import event_params
+from acta.ledger.events import event_params
 from acta.ledger.transition import apply_transition, request_cancel
 from acta.model.codes import EventCode, JobStatus, Reason
 from acta.model.rows import EventRecord, Transition

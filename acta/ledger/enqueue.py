@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from acta.errors import ValidationError
+from acta.ledger.events import event_params
 from acta.model.codes import EventCode, JobStatus, audited
 from acta.model.rows import DefinitionSpec, Enqueued, NewJob
 from acta.provider.verb import Verb, execute, execute_many, fetch_all, fetch_one
@@ -215,37 +216,3 @@ def _fused(
             holder = holders.get(job.job_ref) or holders.get(f"dedup:{job.dedup_key}")
             out.append(_resolve(job, holder))
     return out
-
-
-def event_params(
-    now: datetime | None,
-    namespace_id: int | None,
-    job_id: int | None,
-    job_ref: str | None,
-    code: EventCode,
-    *,
-    worker_id: int | None = None,
-    execution: int | None = None,
-    epoch: int | None = None,
-    outcome: int | None = None,
-    reason: int | None = None,
-    duration_ms: int | None = None,
-    message: str | None = None,
-    detail: str | None = None,
-) -> dict[str, object]:
-    """Parameters of one ``insert_event``."""
-    return {
-        "now": now,
-        "namespace_id": namespace_id,
-        "job_id": job_id,
-        "job_ref": job_ref,
-        "worker_id": worker_id,
-        "code": int(code),
-        "execution": execution,
-        "epoch": epoch,
-        "outcome": outcome,
-        "reason": reason,
-        "duration_ms": duration_ms,
-        "message": message,
-        "detail": detail,
-    }

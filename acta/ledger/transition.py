@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from acta.ledger.enqueue import event_params
+from acta.ledger.events import event_params
 from acta.model.codes import AuditLevel, EventCode, JobStatus, Reason
 from acta.model.rows import EventRecord, LapsedLease, RecoveryReport, Transition
 from acta.policy.recovery import recovery_transition

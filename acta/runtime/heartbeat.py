@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 
 from acta.ledger.facade import Ledger
-from acta.ledger.worker import heartbeat
+from acta.ledger.incarnation import heartbeat
 from acta.model.rows import Heartbeat
 from acta.runtime.committer import Identity
 from acta.runtime.run import Run, Stop

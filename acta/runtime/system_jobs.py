@@ -3,7 +3,7 @@
 ``sys.recovery`` declares silent workers dead and takes back lapsed leases. It re-arms itself
 every heartbeat interval of the worker that ran it, at the top priority so a backlog cannot
 starve it. Whichever peer claims the slot does the work; if that peer dies mid-run, the others'
-heartbeats put the slot back (acta.ledger.worker.reclaim_recovery_slot).
+heartbeats put the slot back (acta.ledger.incarnation.reclaim_recovery_slot).
 """
 
 from __future__ import annotations
@@ -17,12 +17,14 @@ from typing import Any
 from acta.context import JobContext
 from acta.definition import JobDefinition
 from acta.ledger.transition import recover
-from acta.ledger.worker import RECOVERY_JOB
 from acta.model.codes import AuditLevel
 from acta.policy.job import JobPolicy
 from acta.runtime.environment import RunEnv
 
 log = logging.getLogger("acta.recovery")
+
+RECOVERY_JOB = "sys.recovery"
+"""The recovery slot's job name, also its deduplication key: one slot per namespace."""
 
 SYSTEM_PRIORITY = 100
 

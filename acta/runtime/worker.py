@@ -24,7 +24,7 @@ from acta.bell import Bell
 from acta.clock import Clock
 from acta.errors import DatabaseUnavailableError
 from acta.ids import JobRef, new_incarnation
-from acta.ledger.worker import RECOVERY_JOB, register, stop
+from acta.ledger.incarnation import register, stop
 from acta.model.rows import Heartbeat, NewJob, WorkerSpec
 from acta.runtime.claimer import Claimer
 from acta.runtime.committer import Committer, Identity
@@ -36,7 +36,7 @@ from acta.runtime.run import Run, RunEnd, Stop
 from acta.runtime.scheduler import Scheduler
 from acta.runtime.settings import WorkerSettings
 from acta.runtime.slots import Slots
-from acta.runtime.system_jobs import SYSTEM_JOBS
+from acta.runtime.system_jobs import RECOVERY_JOB, SYSTEM_JOBS
 
 log = logging.getLogger("acta.worker")
 _MS = timedelta(milliseconds=1)

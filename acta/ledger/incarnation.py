@@ -1,8 +1,10 @@
-"""Worker verbs: register an incarnation, heartbeat (renewing held leases), stop cleanly.
+"""Incarnation verbs: register a worker incarnation, heartbeat (renewing held leases), stop.
 
-The recovery slot (``sys.recovery``) is created here on registration, so every namespace with a
-worker has exactly one, and each heartbeat also takes that slot back if the worker running it
-died: recovery cannot recover itself, so the peers' heartbeats watch it.
+An incarnation is one run of one worker process, the identity its leases are fenced by. The
+recovery slot (``sys.recovery``, whose job the runtime passes in) is enqueued here on
+registration, so every namespace with a worker has exactly one, and each heartbeat also takes
+that slot back if the worker running it died: recovery cannot recover itself, so the peers'
+heartbeats watch it.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import json
 from collections.abc import Sequence
 from datetime import datetime
 
-from acta.ledger.enqueue import enqueue, ensure_definitions, event_params
+from acta.ledger.enqueue import enqueue, ensure_definitions
+from acta.ledger.events import event_params
 from acta.ledger.transition import apply_transition, lapsed_from_row
 from acta.model.codes import EventCode, Reason
 from acta.model.rows import (
@@ -23,8 +26,6 @@ from acta.model.rows import (
 )
 from acta.policy.recovery import recovery_transition
 from acta.provider.verb import Verb, execute, fetch_all, fetch_one
-
-RECOVERY_JOB = "sys.recovery"
 
 
 def register(

@@ -14,15 +14,8 @@ import logging
 import sys
 
 from acta.app import Acta
-from acta.cli.common import (
-    EXIT_OK,
-    HANDLER,
-    UsageError,
-    duration,
-    grace,
-    load_app,
-    require_ledger_file,
-)
+from acta.cli.command import EXIT_OK, HANDLER, UsageError, duration, grace
+from acta.cli.ledger import load_app, require_ledger_file
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"

@@ -1,6 +1,6 @@
-"""What every ``acta`` command shares: exit codes, the errors a command raises on purpose,
-argument types, the ledger options (``--database`` / ``--app`` / ``--schema``), importing the
-user's ``Acta`` object from ``module:attribute``, and opening a ledger for reading.
+"""Which ledger a command works on: the ledger options (``--database`` / ``--app`` /
+``--schema``), importing the user's ``Acta`` object from ``module:attribute``, and opening a
+ledger for reading.
 
 Commands receive the parsed arguments and, when a host application mounted the commands in
 its own CLI, that host's ``Acta`` object; everything here treats both sources alike.
@@ -14,65 +14,15 @@ import importlib
 import os
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 
 from acta.app import Acta
-from acta.duration import parse_duration
-from acta.errors import ActaError, SchemaError, ValidationError
+from acta.cli.command import CliError, UsageError
+from acta.errors import ActaError, SchemaError
 from acta.names import validate_schema_name
 from acta.provider.factory import resolve_database, sqlite_path
-
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
-
-Command = Callable[[argparse.Namespace, Acta | None], int]
-"""A command body: parsed arguments and the host's app (or None) in, exit code out."""
-
-HANDLER = "acta_command"
-"""The Namespace attribute under which each leaf parser stores its command body."""
-
-
-class CliError(Exception):
-    """A failure the CLI reports as ``error: <message>`` and turns into an exit code."""
-
-    code = EXIT_FAILURE
-
-    def __init__(self, message: str, code: int | None = None) -> None:
-        super().__init__(message)
-        if code is not None:
-            self.code = code
-
-
-class UsageError(CliError):
-    """The command line asked for something that cannot work (exit 2)."""
-
-    code = EXIT_USAGE
-
-
-# -- argument types ------------------------------------------------------------------------
-
-
-def duration(text: str) -> timedelta:
-    """argparse type for a positive duration such as ``45s``, ``1m30s`` or ``0.5``."""
-    try:
-        return parse_duration(text, field="duration")
-    except ValidationError as exc:
-        # argparse then prints usage and exits 2, like any other malformed option.
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def grace(text: str) -> timedelta:
-    """argparse type for a duration that may be zero (``--shutdown-grace 0``)."""
-    try:
-        return parse_duration(text, field="duration", allow_zero=True)
-    except ValidationError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
 
 # -- ledger options ------------------------------------------------------------------------
 
