@@ -45,3 +45,18 @@ def event_params(
         "message": message,
         "detail": detail,
     }
+
+
+def worker_event(
+    now: datetime | None,
+    namespace_id: int,
+    worker_id: int,
+    code: EventCode,
+    *,
+    reason: int | None = None,
+    message: str | None = None,
+) -> dict[str, object]:
+    """Parameters of one ``insert_event`` about a worker incarnation (no job)."""
+    return event_params(
+        now, namespace_id, None, None, code, worker_id=worker_id, reason=reason, message=message
+    )

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from acta.ledger.enqueue import enqueue, ensure_definitions
-from acta.ledger.events import event_params
+from acta.ledger.events import worker_event
 from acta.ledger.transition import apply_transition, lapsed_from_row
 from acta.model.codes import EventCode, Reason
 from acta.model.rows import (
@@ -59,14 +59,8 @@ def register(
         worker_id = row["worker_id"]
         yield execute(
             "insert_event",
-            event_params(
-                now,
-                namespace_id,
-                None,
-                None,
-                EventCode.WORKER_STARTED,
-                worker_id=worker_id,
-                message=worker.incarnation,
+            worker_event(
+                now, namespace_id, worker_id, EventCode.WORKER_STARTED, message=worker.incarnation
             ),
         )
     spec = {s.name: s for s in specs}
@@ -131,13 +125,11 @@ def stop(worker_id: int, namespace_id: int, now: datetime | None) -> Verb[bool]:
     if stopped:
         yield execute(
             "insert_event",
-            event_params(
+            worker_event(
                 now,
                 namespace_id,
-                None,
-                None,
+                worker_id,
                 EventCode.WORKER_STOPPED,
-                worker_id=worker_id,
                 reason=int(Reason.CLEAN_EXIT),
             ),
         )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from acta.ledger.events import event_params
+from acta.ledger.events import event_params, worker_event
 from acta.model.codes import AuditLevel, EventCode, JobStatus, Reason
 from acta.model.rows import EventRecord, LapsedLease, RecoveryReport, Transition
 from acta.policy.recovery import recovery_transition
@@ -147,13 +147,11 @@ def recover(
         yield execute_many(
             "insert_event",
             [
-                event_params(
+                worker_event(
                     now,
                     namespace_id,
-                    None,
-                    None,
+                    row["worker_id"],
                     EventCode.WORKER_DIED,
-                    worker_id=row["worker_id"],
                     reason=int(Reason.WORKER_SILENT),
                     message=row["incarnation"],
                 )
