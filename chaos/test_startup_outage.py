@@ -86,3 +86,28 @@ def test_worker_started_during_an_outage_registers_once_the_database_is_back(
     assert job.status is JobStatus.SUCCEEDED, output
     assert producer.result(ref) == 42
     producer.close()
+
+
+def test_sigterm_before_the_database_ever_answered_exits_cleanly(
+    tmp_path: Path, ledger: tuple[str, str]
+) -> None:
+    dsn, schema = ledger
+    (tmp_path / "chaos_app.py").write_text(APP)
+    with postgres_proxy(dsn) as proxy:
+        proxy.refuse()
+        env = {"ACTA_DATABASE": proxy.dsn(dsn), "ACTA_SCHEMA": schema}
+        worker: Child = spawn_worker(
+            "w1", tmp_path, "chaos_app:app", env, heartbeat=0.3, poll=0.05, shutdown_grace=2.0
+        )
+        try:
+            wait_for_line([worker], lambda c, line: "cannot register" in line, 20)
+            # Closing must not open the ledger it never reached (that would fail again).
+            assert worker.terminate(timeout=5) == 0
+            lines = read_to_end(worker, 5)
+        finally:
+            if worker.process.poll() is None:
+                worker.process.kill()
+                worker.process.wait()
+    output = "\n".join(lines)
+    assert "Traceback" not in output, output
+    assert any("stopped before it could register" in line for line in lines), output
