@@ -98,7 +98,10 @@ class Reader:
         ):
             raise ValidationError("before", f"got {before!r:.80}", "a job_id (an int >= 1)")
         if name is not None:
-            validate_job_name(name, allow_system=True)
+            try:
+                validate_job_name(name, allow_system=True)
+            except ValidationError as exc:  # name the argument the caller passed
+                raise type(exc)("name", exc.problem, exc.rule) from None
         for flag, value in (("include_system", include_system), ("all_namespaces", all_namespaces)):
             if not isinstance(value, bool):
                 raise ValidationError(flag, f"got {value!r:.80}", "True or False")

@@ -441,7 +441,11 @@ class Worker:
             try:
                 await self.serve(stopping)
             finally:
-                await self.ledger.provider.aclose()
+                # Only a ledger this worker reached has pools to close (a namespace id is
+                # learnt at the first registration and kept). Asking for the provider of one
+                # it never reached would try to open it again, and fail with the same outage.
+                if self.namespace_id:
+                    await self.ledger.provider.aclose()
 
         asyncio.run(main())
 

@@ -68,12 +68,19 @@ def _applied(conn: psycopg.Connection[Any], schema: str) -> list[tuple[int, str]
     return [(int(v), str(c)) for v, c in rows]
 
 
+def _end(conn: psycopg.Connection[Any]) -> None:
+    """End a read-only transaction. On a connection already lost there is nothing to end, and
+    trying would replace the error that says why it was lost with one that does not."""
+    if not conn.closed:
+        conn.rollback()
+
+
 def check(conn: psycopg.Connection[Any], schema: str, where: str, hint: str) -> None:
     """Raise SchemaError naming ``hint`` when the schema is missing or behind this code."""
     try:
         todo = migrations.pending(migrations.load(PACKAGE), _applied(conn, schema) or [], where)
     finally:
-        conn.rollback()
+        _end(conn)
     if todo:
         raise SchemaError(migrations.missing_message(where, todo, hint))
 
@@ -184,7 +191,7 @@ def dump(conn: psycopg.Connection[Any], schema: str) -> str:
         indexes = conn.execute(_INDEXES, args).fetchall()
         views = conn.execute(_VIEWS, args).fetchall()
     finally:
-        conn.rollback()
+        _end(conn)
     tables: dict[str, list[str]] = {}
     for table, column, type_, not_null, default, identity in columns:
         line = f"    {column} {type_}"

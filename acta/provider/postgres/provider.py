@@ -248,8 +248,12 @@ class PostgresProvider:
     # -- schema ---------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection for the schema operations (no retries: they run at startup)."""
+    def _connection(self, doing: str) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection for the schema operations (no retries: they run at startup).
+
+        A connection lost on the way is an outage like a server that cannot be reached at all:
+        ``DatabaseUnavailableError`` naming the host and the cause, so that a caller that waits
+        for the database (a starting worker) tries again instead of crashing."""
         pool = self.sync_pool()
         try:
             conn = pool.getconn()
@@ -257,22 +261,26 @@ class PostgresProvider:
             raise self.target.unavailable(exc, "get a connection to") from None
         try:
             yield conn
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            if retry_kind(exc, conn) != "reconnect":
+                raise
+            raise self.target.unavailable(exc, doing) from None
         finally:
             pool.putconn(conn)
 
     def check_schema(self) -> None:
-        with self._connection() as conn:
+        with self._connection("check the schema in") as conn:
             catalog.check(conn, self.schema, self.where, self.apply_hint())
 
     def migrate(self) -> list[str]:
-        with self._connection() as conn:
+        with self._connection("migrate the schema in") as conn:
             return catalog.migrate(conn, self.schema, self.where)
 
     def provisioning_sql(self) -> str:
         return catalog.provisioning_sql(self.schema)
 
     def dump_schema(self) -> str:
-        with self._connection() as conn:
+        with self._connection("read the schema in") as conn:
             return catalog.dump(conn, self.schema)
 
     def _failed(self, exc: psycopg.Error, kind: str | None) -> Exception:
