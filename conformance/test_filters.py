@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from acta import Acta, JobStatus, ValidationError
-from acta.provider.protocol import Provider
 from acta_testing import Host
 
 if TYPE_CHECKING:
@@ -94,14 +93,7 @@ def test_the_latest_storable_instant_is_accepted(
     assert ledger.user_jobs() == 1
 
 
-def test_the_earliest_storable_instant_is_accepted(
-    acta_app: Acta, acta_host: Host, acta_provider: Provider, request: pytest.FixtureRequest
-) -> None:
-    if acta_provider.dialect == "sqlite":
-        # SQLite stores instants as text made with strftime("%Y..."), which does not pad a
-        # year below 1000 to four digits: '1-01-01 ...' reads back as an invalid isoformat
-        # (and years 100-999 would sort after 2026). Fix in acta/provider/sqlite/transport.py.
-        request.applymarker(pytest.mark.xfail(strict=True, reason="years below 1000 on SQLite"))
+def test_the_earliest_storable_instant_is_accepted(acta_app: Acta, acta_host: Host) -> None:
     _define(acta_app)
     earliest = datetime(1, 1, 1, 1, 0, tzinfo=timezone(timedelta(hours=1)))
     ref = acta_app.enqueue("filters.ping", not_before=earliest)

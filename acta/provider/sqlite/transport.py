@@ -33,11 +33,10 @@ def _bind(value: object) -> object:
     if isinstance(value, datetime):
         if value.tzinfo is None:
             raise ValueError("naive datetimes cannot be bound; use timezone-aware UTC")
-        # Millisecond text sorts like the instant and matches strftime('%f').
-        return (
-            value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.")
-            + f"{value.microsecond // 1000:03d}"
-        )
+        # Millisecond text sorts like the instant and matches strftime('%f'). isoformat pads
+        # the year to four digits, which strftime("%Y") does not do below year 1000.
+        utc = value.astimezone(UTC).replace(tzinfo=None)
+        return utc.isoformat(" ", "milliseconds")
     return value
 
 
