@@ -66,7 +66,7 @@ class Cancellation:
             if self._event is None:
                 self._event = threading.Event()
             event = self._event
-        return event.wait(timeout)
+        return event.wait(timeout)  # wall-clock wait: the handler's own, in its own thread
 
     async def wait_async(self) -> None:
         """Wait (async) until the run is cancelled."""

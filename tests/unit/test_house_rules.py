@@ -14,6 +14,16 @@ WALL_CLOCK = re.compile(
 )
 
 
+# Waits bounded by real time: they belong on the clock (clock.sleep_until with a deadline), or
+# a test on the manual clock would wait for real. A line that must wait on real time says why
+# in a comment starting "wall-clock wait:".
+TIMED_WAIT = re.compile(
+    r"asyncio\.wait_for\(|asyncio\.wait\([^#]*timeout=|\.wait\(\s*timeout|"
+    r"\.result\(\s*timeout|\.join\(\s*timeout"
+)
+WAIVER = "# wall-clock wait:"
+
+
 def _sources(*packages: str) -> list[Path]:
     return sorted(
         p for pkg in packages for p in (ROOT / pkg).rglob("*.py") if (ROOT / pkg).exists()
@@ -30,6 +40,28 @@ def test_only_the_clock_module_reads_wall_time_or_sleeps() -> None:
             if WALL_CLOCK.search(code):
                 offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert offenders == []
+
+
+def test_no_wait_is_bounded_by_real_time_outside_the_clock_module() -> None:
+    offenders = []
+    for path in _sources("acta", "acta_testing"):
+        if path == ROOT / "acta" / "clock.py":
+            continue
+        for number, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+            if WAIVER in line:
+                continue
+            if TIMED_WAIT.search(line.split("#", 1)[0]):
+                offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert offenders == []
+
+
+def test_the_timed_wait_grep_catches_what_it_should() -> None:
+    assert TIMED_WAIT.search("await asyncio.wait({handler}, timeout=1.0)")
+    assert TIMED_WAIT.search("await asyncio.wait_for(event.wait(), 5)")
+    assert TIMED_WAIT.search("done = event.wait(timeout)")
+    assert TIMED_WAIT.search("future.result(timeout=30)")
+    assert not TIMED_WAIT.search("await asyncio.wait(pending, return_when=FIRST_COMPLETED)")
+    assert not TIMED_WAIT.search("await clock.sleep_until(deadline, wake)")
 
 
 def test_the_grep_catches_what_it_should() -> None:
