@@ -90,17 +90,30 @@ class Acta(Reader):
 
     def _open(self) -> Provider:
         with self._lock:
-            if self._provider is None:
-                self._provider = open_provider(
-                    self.database, schema=self.schema, **self._provider_options
-                )
+            provider = self._own_provider()
             if not self._schema_checked:
                 if self.apply_migrations:
-                    self._provider.migrate()
+                    provider.migrate()
                 else:
-                    self._provider.check_schema()
+                    provider.check_schema()
                 self._schema_checked = True
-            return self._provider
+            return provider
+
+    def _own_provider(self) -> Provider:
+        """This application's provider, built on first use (nothing connects); call it with
+        the lock held."""
+        if self._provider is None:
+            self._provider = open_provider(
+                self.database, schema=self.schema, **self._provider_options
+            )
+        return self._provider
+
+    @property
+    def where(self) -> str:
+        """Where this application's ledger lives, for messages (no password). Nothing is
+        connected or checked to say it."""
+        with self._lock:
+            return self._own_provider().where
 
     @contextlib.contextmanager
     def bound(self, provider: Provider, clock: Clock | None = None) -> Iterator[Acta]:
@@ -116,11 +129,7 @@ class Acta(Reader):
     def migrate(self) -> list[str]:
         """Apply pending schema migrations; returns what was applied."""
         with self._lock:
-            if self._provider is None:
-                self._provider = open_provider(
-                    self.database, schema=self.schema, **self._provider_options
-                )
-            applied = self._provider.migrate()
+            applied = self._own_provider().migrate()
             self._schema_checked = True
             return applied
 

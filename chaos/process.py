@@ -66,6 +66,25 @@ def spawn_worker(
     return Child(name, process)
 
 
+def spawn_cli_worker(
+    name: str, app_dir: Path, app_ref: str, env: dict[str, str], **settings: float
+) -> Child:
+    """Start ``acta worker --app module:attr`` (the command operators run) with ``settings``
+    as its options (``shutdown_grace=2`` becomes ``--shutdown-grace 2s``)."""
+    options: list[str] = []
+    for key, value in settings.items():
+        unit = "" if key == "executors" else "s"
+        options += [f"--{key.replace('_', '-')}", f"{value:g}{unit}"]
+    process = subprocess.Popen(
+        [sys.executable, "-u", "-m", "acta.cli", "worker", "--app", app_ref, *options],
+        cwd=app_dir,
+        env={**os.environ, **env, "PYTHONPATH": str(app_dir)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    return Child(name, process)
+
+
 def _pull(child: Child) -> bool:
     """Read what the child's pipe holds now (one raw read, so no line waits in a buffer that
     select cannot see); False at end of file."""

@@ -14,11 +14,7 @@ Real processes and real time (heartbeat 0.3 s, grace 2 s): ``chaos``. About ten 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,7 +22,7 @@ import pytest
 from acta import Acta, EventCode, JobStatus
 from acta.clock import SystemClock
 from acta_testing.faultproxy import FaultProxy, postgres_proxy
-from chaos.process import Child, read_to_end, spawn_worker, wait_for_line
+from chaos.process import Child, read_to_end, spawn_cli_worker, spawn_worker, wait_for_line
 
 pytestmark = pytest.mark.chaos
 
@@ -53,56 +49,15 @@ APP = textwrap.dedent(
 _clock = SystemClock()
 
 
-@pytest.fixture
-def ledger(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
-    """(dsn, schema) of a migrated, empty PostgreSQL ledger (skips without PostgreSQL)."""
-    from acta_testing.schemas import PostgresSchemas
-
-    schemas: PostgresSchemas = request.getfixturevalue("_acta_postgres_schemas")
-    name = schemas.take()
-    try:
-        yield schemas.dsn, name
-    finally:
-        schemas.give_back(name)
-
-
-def _cli_worker(app_dir: Path, env: dict[str, str]) -> Child:
-    """``acta worker`` (the command operators run) for the chaos app."""
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-u",
-            "-m",
-            "acta.cli",
-            "worker",
-            "--app",
-            "chaos_app:app",
-            "--executors",
-            str(JOBS),
-            "--heartbeat",
-            f"{HEARTBEAT}s",
-            "--poll",
-            "0.05s",
-            "--shutdown-grace",
-            f"{GRACE}s",
-        ],
-        cwd=app_dir,
-        env={**os.environ, **env, "PYTHONPATH": str(app_dir)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    return Child("w1", process)
-
-
 def _database_down(proxy: FaultProxy) -> None:
     proxy.refuse()
     proxy.reset_all()
 
 
 def test_sigterm_with_the_database_away_exits_in_time_and_leaves_jobs_for_recovery(
-    tmp_path: Path, ledger: tuple[str, str]
+    tmp_path: Path, pg_ledger: tuple[str, str]
 ) -> None:
-    dsn, schema = ledger
+    dsn, schema = pg_ledger
     (tmp_path / "chaos_app.py").write_text(APP)
     producer = Acta(dsn, schema=schema)
     producer.define("chaos.outage-step", input=int)
@@ -110,7 +65,16 @@ def test_sigterm_with_the_database_away_exits_in_time_and_leaves_jobs_for_recove
     children: list[Child] = []
     with postgres_proxy(dsn) as proxy:
         env = {"ACTA_DATABASE": proxy.dsn(dsn), "ACTA_SCHEMA": schema, "JOB_SECONDS": "60"}
-        worker = _cli_worker(tmp_path, env)
+        worker = spawn_cli_worker(
+            "w1",
+            tmp_path,
+            "chaos_app:app",
+            env,
+            executors=JOBS,
+            heartbeat=HEARTBEAT,
+            poll=0.05,
+            shutdown_grace=GRACE,
+        )
         children.append(worker)
         try:
             started = 0

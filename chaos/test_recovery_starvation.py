@@ -65,14 +65,7 @@ def ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str
         Acta(database, apply_migrations=True).migrate()
         yield database, "acta"
         return
-    from acta_testing.schemas import PostgresSchemas
-
-    schemas: PostgresSchemas = request.getfixturevalue("_acta_postgres_schemas")
-    name = schemas.take()
-    try:
-        yield schemas.dsn, name
-    finally:
-        schemas.give_back(name)
+    yield request.getfixturevalue("pg_ledger")
 
 
 def _took_back(child: Child, line: str) -> bool:

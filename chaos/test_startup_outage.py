@@ -11,14 +11,13 @@ job it finds. Real process and real time (about two seconds): ``chaos``.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from acta import Acta, JobStatus
 from acta_testing.faultproxy import postgres_proxy
-from chaos.process import Child, read_to_end, spawn_worker, wait_for_line
+from chaos.process import Child, read_to_end, spawn_cli_worker, spawn_worker, wait_for_line
 
 pytestmark = pytest.mark.chaos
 
@@ -37,23 +36,13 @@ APP = textwrap.dedent(
 )
 
 
-@pytest.fixture
-def ledger(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
-    """(dsn, schema) of a migrated, empty PostgreSQL ledger (skips without PostgreSQL)."""
-    from acta_testing.schemas import PostgresSchemas
-
-    schemas: PostgresSchemas = request.getfixturevalue("_acta_postgres_schemas")
-    name = schemas.take()
-    try:
-        yield schemas.dsn, name
-    finally:
-        schemas.give_back(name)
-
-
+@pytest.mark.parametrize("how", ["python", "cli"])
 def test_worker_started_during_an_outage_registers_once_the_database_is_back(
-    tmp_path: Path, ledger: tuple[str, str]
+    tmp_path: Path, pg_ledger: tuple[str, str], how: str
 ) -> None:
-    dsn, schema = ledger
+    """Both ways of starting a worker: ``app.worker().run_forever()`` and ``acta worker``
+    (which first checks the schema, and must not give up on a database that is away)."""
+    dsn, schema = pg_ledger
     (tmp_path / "chaos_app.py").write_text(APP)
     producer = Acta(dsn, schema=schema)
     producer.define("chaos.after-outage", input=int)
@@ -61,7 +50,8 @@ def test_worker_started_during_an_outage_registers_once_the_database_is_back(
     with postgres_proxy(dsn) as proxy:
         proxy.refuse()
         env = {"ACTA_DATABASE": proxy.dsn(dsn), "ACTA_SCHEMA": schema}
-        worker: Child = spawn_worker(
+        spawn = spawn_worker if how == "python" else spawn_cli_worker
+        worker: Child = spawn(
             "w1", tmp_path, "chaos_app:app", env, heartbeat=0.3, poll=0.05, shutdown_grace=2.0
         )
         try:
@@ -89,9 +79,9 @@ def test_worker_started_during_an_outage_registers_once_the_database_is_back(
 
 
 def test_sigterm_before_the_database_ever_answered_exits_cleanly(
-    tmp_path: Path, ledger: tuple[str, str]
+    tmp_path: Path, pg_ledger: tuple[str, str]
 ) -> None:
-    dsn, schema = ledger
+    dsn, schema = pg_ledger
     (tmp_path / "chaos_app.py").write_text(APP)
     with postgres_proxy(dsn) as proxy:
         proxy.refuse()

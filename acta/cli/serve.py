@@ -16,6 +16,7 @@ import sys
 from acta.app import Acta
 from acta.cli.command import EXIT_OK, HANDLER, UsageError, duration, grace
 from acta.cli.ledger import load_app, require_ledger_file
+from acta.errors import DatabaseUnavailableError
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -124,8 +125,12 @@ def command(args: argparse.Namespace, host_app: Acta | None) -> int:
     else:
         require_ledger_file(app.database, app.schema)
         # Open the ledger and check its schema now: a missing migration is one clear error
-        # here rather than a loop of failing claims later.
-        app.provider  # noqa: B018
+        # here rather than a loop of failing claims later. A database that cannot be reached
+        # yet is not an error: the worker keeps trying to register until it can.
+        try:
+            app.provider  # noqa: B018
+        except DatabaseUnavailableError as exc:
+            log.warning("%s; the worker keeps trying to reach it", exc)
     worker = app.worker(
         executors=args.executors,
         heartbeat=args.heartbeat,
@@ -145,7 +150,7 @@ def command(args: argparse.Namespace, host_app: Acta | None) -> int:
         "starting a worker for %s in namespace %r on %s (jobs: %s)",
         args.app or "the application",
         app.namespace,
-        app.provider.where,
+        app.where,
         ", ".join(handled) or "none",
     )
     try:
