@@ -20,7 +20,7 @@ from acta.ledger.claim import claim, claim_job
 from acta.ledger.facade import Ledger
 from acta.model.codes import EventCode, audited
 from acta.registry import Registry
-from acta.runtime.committer import Identity
+from acta.runtime.identity import Identity
 from acta.runtime.run import Run
 from acta.runtime.system_jobs import SYSTEM_JOBS
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from acta.ledger.claim import start_many
@@ -19,6 +18,7 @@ from acta.ledger.facade import Ledger
 from acta.ledger.transition import apply_transitions
 from acta.model.codes import JobStatus
 from acta.model.rows import Claimed, Started, Transition
+from acta.runtime.identity import Identity
 
 C = TypeVar("C")
 R = TypeVar("R")
@@ -57,20 +57,6 @@ class GroupCommit(Generic[C, R]):
             for (_, future), answer in zip(batch, answers, strict=True):
                 if not future.done():
                     future.set_result(answer)
-
-
-@dataclass(eq=False)
-class Identity:
-    """Who a worker is in the ledger right now (a new incarnation after it was declared dead)."""
-
-    incarnation: str = ""
-    worker_id: int = 0
-    namespace_id: int = 0
-    recovery_job_id: int = 0
-
-    @property
-    def registered(self) -> bool:
-        return self.worker_id != 0
 
 
 class Committer:

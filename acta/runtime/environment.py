@@ -20,7 +20,8 @@ from acta.clock import Clock
 from acta.definition import JobDefinition
 from acta.ledger.facade import Ledger
 from acta.registry import Registry
-from acta.runtime.committer import Committer, Identity
+from acta.runtime.committer import Committer
+from acta.runtime.identity import Identity
 from acta.runtime.slots import Slots
 
 log = logging.getLogger("acta.worker")

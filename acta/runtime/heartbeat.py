@@ -16,7 +16,7 @@ from datetime import timedelta
 from acta.ledger.facade import Ledger
 from acta.ledger.incarnation import heartbeat
 from acta.model.rows import Heartbeat
-from acta.runtime.committer import Identity
+from acta.runtime.identity import Identity
 from acta.runtime.run import Run, Stop
 
 log = logging.getLogger("acta.worker")

@@ -13,6 +13,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
+from typing import Any
 
 from acta.clock import Clock
 
@@ -89,3 +90,29 @@ class Scheduler:
             if stop.is_set():
                 return
             await self.clock.sleep_until(deadline, self.bell)
+
+
+async def until(clock: Clock, deadline: datetime, futures: set[Any]) -> None:
+    """Wait until every future in ``futures`` (which may grow) is done or ``clock`` reaches
+    ``deadline``."""
+    while clock.now() < deadline:
+        pending = {f for f in futures if not f.done()}
+        if not pending:
+            return
+        sleeper = asyncio.ensure_future(clock.sleep_until(deadline))
+        try:
+            await asyncio.wait({sleeper, *pending}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
+
+
+def failure(write: asyncio.Future[Any]) -> str | None:
+    """Why a bounded write did not land (None when it did); a write still running is
+    cancelled."""
+    if not write.done():
+        write.cancel()
+        return "the database did not answer in time"
+    if write.cancelled():
+        return "cancelled"
+    error = write.exception()
+    return None if error is None else f"{type(error).__name__}: {error}"

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import random
 import signal
 from concurrent.futures import ThreadPoolExecutor
@@ -23,17 +22,17 @@ from typing import Any, Protocol
 from acta.bell import Bell
 from acta.clock import Clock
 from acta.errors import DatabaseUnavailableError
-from acta.ids import JobRef, new_incarnation
-from acta.ledger.incarnation import register, stop
-from acta.model.rows import Heartbeat, NewJob, WorkerSpec
+from acta.ledger.incarnation import stop
+from acta.model.rows import Heartbeat
 from acta.runtime.claimer import Claimer
-from acta.runtime.committer import Committer, Identity
+from acta.runtime.committer import Committer
 from acta.runtime.deployment import Deployment
 from acta.runtime.environment import CANCEL_GRACE, RunEnv
 from acta.runtime.execution import execute
 from acta.runtime.heartbeat import Heartbeats
+from acta.runtime.identity import Identity
 from acta.runtime.run import Run, RunEnd, Stop
-from acta.runtime.scheduler import Scheduler
+from acta.runtime.scheduler import Scheduler, failure, until
 from acta.runtime.settings import WorkerSettings
 from acta.runtime.slots import Slots
 from acta.runtime.system_jobs import RECOVERY_JOB, SYSTEM_JOBS
@@ -196,36 +195,21 @@ class Worker:
 
     async def register(self) -> None:
         """Register a new incarnation of this worker in the ledger."""
-        me = self.identity
-        me.incarnation = new_incarnation(self.host, os.getpid())
-        specs = [d.spec() for d in self.deployment.registry.handled().values()]
-        specs += [s.definition.spec() for s in SYSTEM_JOBS.values()]
-        recovery = SYSTEM_JOBS[RECOVERY_JOB].definition
-        slot = NewJob(
-            job_ref=str(JobRef.new(int(self.clock.now().timestamp() * 1000))),
-            definition=RECOVERY_JOB,
-            input_codec=1,
-            input=b"null",
-            priority=recovery.policy.priority,
-            run_at=None,
-            delay_ms=self.heartbeat // _MS,
-            dedup_key=RECOVERY_JOB,
-            correlation_key=None,
-            tags=(),
-            audit_level=recovery.policy.audit,
+        me, ledger = self.identity, self.ledger
+        system = [job.definition for job in SYSTEM_JOBS.values()]
+        make = me.incarnate(
+            self.deployment.registry,
+            self.namespace,
+            self.settings,
+            self.clock,
+            ledger.now(),
+            system=system,
+            recovery=SYSTEM_JOBS[RECOVERY_JOB].definition,
         )
-        spec = WorkerSpec(
-            me.incarnation, self.host, os.getpid(), self.executors, self.heartbeat // _MS
-        )
-        namespace, now = self.namespace, self.ledger.now()
-        reg = await self.ledger.run_async(
-            lambda: register(namespace, specs, spec, slot, now), name="register"
-        )
-        me.worker_id, me.namespace_id = reg.worker_id, reg.namespace_id
-        me.recovery_job_id = reg.recovery_job_id
-        self.claimer.learn(dict(reg.definition_ids))
+        registration = await ledger.run_async(make, name="register")
+        self.claimer.learn(me.registered_as(registration))
         self._heartbeat_loop.due = self.clock.now() + self.heartbeat
-        log.info("worker %s registered in namespace %r", me.incarnation, namespace)
+        log.info("worker %s registered in namespace %r", me.incarnation, self.namespace)
 
     async def ensure_registered(self) -> None:
         # Two coroutines (a tick and a heartbeat, say) must not register two incarnations.
@@ -347,7 +331,7 @@ class Worker:
             await asyncio.wait({loops, helpers[0]}, return_when=asyncio.FIRST_COMPLETED)
             deadline = self.clock.now() + self.shutdown_grace
             # A step in flight (a claim waiting for the database) may finish within the grace.
-            await _until(self.clock, deadline, {loops})
+            await until(self.clock, deadline, {loops})
         finally:
             loops.cancel()
             self.deployment.bell.unsubscribe(token)
@@ -384,9 +368,9 @@ class Worker:
         self._claim_loop.enabled = False
         if deadline is None:
             deadline = self.clock.now() + self.shutdown_grace
-        beating = asyncio.ensure_future(self._beat_until(deadline))
+        beating = asyncio.ensure_future(self._beatuntil(deadline))
         try:
-            await _until(self.clock, deadline, self.tasks)
+            await until(self.clock, deadline, self.tasks)
         finally:
             beating.cancel()
         self.env.giving_up.set()
@@ -394,7 +378,7 @@ class Worker:
             run.stop(Stop.SHUTDOWN)
         # Each stopped run gets its cancel grace; this waits a little longer than that so a
         # run can hand its job back before anything is cancelled.
-        await _until(self.clock, self.clock.now() + 2 * CANCEL_GRACE, self.tasks)
+        await until(self.clock, self.clock.now() + 2 * CANCEL_GRACE, self.tasks)
         for task in list(self.tasks):
             task.cancel()  # still waiting on the database: its job is left for recovery
         if self.registered and not self.killed:
@@ -404,9 +388,9 @@ class Worker:
                     lambda: stop(me.worker_id, me.namespace_id, ledger.now()), name="stop"
                 )
             )
-            await _until(self.clock, self.clock.now() + CANCEL_GRACE, {write})
-            failure = _failure(write)
-            if failure is not None:
+            await until(self.clock, self.clock.now() + CANCEL_GRACE, {write})
+            why = failure(write)
+            if why is not None:
                 log.warning(
                     "worker %s could not record its stop (%s); recovery declares it dead after "
                     "%g s",
@@ -417,7 +401,7 @@ class Worker:
         self.threads.shutdown(wait=False)
         log.info("worker %s stopped", self.incarnation)
 
-    async def _beat_until(self, deadline: datetime) -> None:
+    async def _beatuntil(self, deadline: datetime) -> None:
         """Keep the held leases alive while runs finish within the grace."""
         while True:
             due = self._heartbeat_loop.due
@@ -448,29 +432,3 @@ class Worker:
                     await self.ledger.provider.aclose()
 
         asyncio.run(main())
-
-
-async def _until(clock: Clock, deadline: datetime, futures: set[Any]) -> None:
-    """Wait until every future in ``futures`` (which may grow) is done or ``clock`` reaches
-    ``deadline``."""
-    while clock.now() < deadline:
-        pending = {f for f in futures if not f.done()}
-        if not pending:
-            return
-        sleeper = asyncio.ensure_future(clock.sleep_until(deadline))
-        try:
-            await asyncio.wait({sleeper, *pending}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            sleeper.cancel()
-
-
-def _failure(write: asyncio.Future[Any]) -> str | None:
-    """Why a bounded write did not land (None when it did); a write still running is
-    cancelled."""
-    if not write.done():
-        write.cancel()
-        return "the database did not answer in time"
-    if write.cancelled():
-        return "cancelled"
-    error = write.exception()
-    return None if error is None else f"{type(error).__name__}: {error}"

@@ -1,0 +1,85 @@
+"""A worker's identity in the ledger: one incarnation per registration, never reused.
+
+Registering writes the definitions this build handles, a ``workers`` row for a new incarnation
+(``host:pid:random``) and, if the namespace has none yet, the recovery slot. A worker declared
+dead registers again and becomes a new incarnation; nothing it does later is written under the
+old one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from acta.clock import Clock
+from acta.definition import JobDefinition
+from acta.ids import JobRef, new_incarnation
+from acta.ledger.incarnation import register
+from acta.model.rows import NewJob, Registration, WorkerSpec
+from acta.provider.verb import Verb
+from acta.registry import Registry
+from acta.runtime.settings import WorkerSettings
+
+_MS = timedelta(milliseconds=1)
+
+
+@dataclass(eq=False)
+class Identity:
+    """Who a worker is in the ledger right now (a new incarnation after it was declared dead)."""
+
+    incarnation: str = ""
+    worker_id: int = 0
+    namespace_id: int = 0
+    recovery_job_id: int = 0
+
+    @property
+    def registered(self) -> bool:
+        return self.worker_id != 0
+
+    def incarnate(
+        self,
+        registry: Registry,
+        namespace: str,
+        settings: WorkerSettings,
+        clock: Clock,
+        now: datetime | None,
+        *,
+        system: Sequence[JobDefinition[Any, Any]],
+        recovery: JobDefinition[Any, Any],
+    ) -> Callable[[], Verb[Registration]]:
+        """Take a new incarnation name and return the registration verb for it: this build's
+        handled definitions and acta's ``system`` ones, and ``recovery``'s slot."""
+        self.incarnation = new_incarnation(settings.host, os.getpid())
+        specs = [d.spec() for d in registry.handled().values()]
+        specs += [d.spec() for d in system]
+        slot = NewJob(
+            job_ref=str(JobRef.new(int(clock.now().timestamp() * 1000))),
+            definition=recovery.name,
+            input_codec=1,
+            input=b"null",
+            priority=recovery.policy.priority,
+            run_at=None,
+            delay_ms=settings.heartbeat // _MS,
+            dedup_key=recovery.name,
+            correlation_key=None,
+            tags=(),
+            audit_level=recovery.policy.audit,
+        )
+        worker = WorkerSpec(
+            self.incarnation,
+            settings.host,
+            os.getpid(),
+            settings.executors,
+            settings.heartbeat // _MS,
+        )
+        return lambda: register(namespace, specs, worker, slot, now)
+
+    def registered_as(self, registration: Registration) -> dict[str, int]:
+        """Take the ids a registration returned; the definition ids, for the claimer."""
+        self.worker_id = registration.worker_id
+        self.namespace_id = registration.namespace_id
+        self.recovery_job_id = registration.recovery_job_id
+        return dict(registration.definition_ids)
