@@ -9,10 +9,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-import threading
 from pathlib import Path
 
 import pytest
+from outage_support import Seen, job_status
 
 from acta import Acta, DatabaseUnavailableError, EventCode, JobStatus
 from acta.clock import ManualClock
@@ -60,7 +60,7 @@ async def test_a_settle_waits_out_the_outage_and_the_run_counts_once(ledger: Pat
         return "42 pages"
 
     host = AsyncHost(app, provider, clock, retry_settles=True)
-    waiting = _Seen("could not settle job")
+    waiting = Seen("could not settle job")
     logging.getLogger("acta.worker").addHandler(waiting)
     try:
         ref = await app.enqueue_async("nightly-report")
@@ -69,7 +69,7 @@ async def test_a_settle_waits_out_the_outage_and_the_run_counts_once(ledger: Pat
         # database waiting for the lock); then the worker waits on the test clock to retry.
         assert await asyncio.to_thread(waiting.event.wait, 30)
         assert not ticking.done()
-        assert (await asyncio.to_thread(_status, ledger, ref)) == "executing"
+        assert (await asyncio.to_thread(job_status, ledger, ref)) == "executing"
 
         blocker.execute("COMMIT")  # the outage ends
         clock.advance("1s")  # past the retry's backoff
@@ -86,27 +86,6 @@ async def test_a_settle_waits_out_the_outage_and_the_run_counts_once(ledger: Pat
         blocker.close()
         host.release()
         provider.close()
-
-
-class _Seen(logging.Handler):
-    """Sets ``event`` when a record containing ``needle`` is logged."""
-
-    def __init__(self, needle: str) -> None:
-        super().__init__()
-        self.needle = needle
-        self.event = threading.Event()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if self.needle in record.getMessage():
-            self.event.set()
-
-
-def _status(path: Path, ref: object) -> str:
-    with sqlite3.connect(path) as conn:
-        (status,) = conn.execute(
-            "SELECT status FROM acta_jobs_view WHERE job_ref = ?", (str(ref),)
-        ).fetchone()
-    return str(status)
 
 
 def test_the_test_host_reports_a_refused_settle_instead_of_waiting(ledger: Path) -> None:

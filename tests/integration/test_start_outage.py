@@ -18,35 +18,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-import threading
 from pathlib import Path
+
+from outage_support import Seen, job_status
 
 from acta import Acta, EventCode, JobStatus
 from acta.clock import ManualClock
 from acta.provider.sqlite import SqliteProvider
 from acta.runtime.run import RunEnd
 from acta_testing import AsyncHost
-
-
-class _Seen(logging.Handler):
-    """Sets ``event`` when a record containing ``needle`` is logged."""
-
-    def __init__(self, needle: str) -> None:
-        super().__init__()
-        self.needle = needle
-        self.event = threading.Event()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if self.needle in record.getMessage():
-            self.event.set()
-
-
-def _status(path: Path, ref: object) -> str:
-    with sqlite3.connect(path) as conn:
-        (status,) = conn.execute(
-            "SELECT status FROM acta_jobs_view WHERE job_ref = ?", (str(ref),)
-        ).fetchone()
-    return str(status)
 
 
 async def test_a_start_waits_out_the_outage_and_the_job_runs_at_once(tmp_path: Path) -> None:
@@ -66,7 +46,7 @@ async def test_a_start_waits_out_the_outage_and_the_job_runs_at_once(tmp_path: P
 
     host = AsyncHost(app, provider, clock, retry_settles=True, executors=1)
     worker = host.worker
-    waiting = _Seen("could not start job")
+    waiting = Seen("could not start job")
     logging.getLogger("acta.worker").addHandler(waiting)
     try:
         refs = {n: await app.enqueue_async("nightly-report", n) for n in (1, 2)}
@@ -76,7 +56,7 @@ async def test_a_start_waits_out_the_outage_and_the_job_runs_at_once(tmp_path: P
         assert len(started) == 1 and len(dispatched) == 1
         assert await worker.execute(started[0]) is RunEnd.COMPLETED
         ref = refs[2 if runs == [1] else 1]
-        assert (await asyncio.to_thread(_status, ledger, ref)) == "dispatched"
+        assert (await asyncio.to_thread(job_status, ledger, ref)) == "dispatched"
 
         blocker.execute("BEGIN IMMEDIATE")  # the outage starts before the second run's start
         began = clock.now()
@@ -85,7 +65,7 @@ async def test_a_start_waits_out_the_outage_and_the_job_runs_at_once(tmp_path: P
         # lock); the run then waits on the test clock to try again, the job leased only.
         assert await asyncio.to_thread(waiting.event.wait, 30)
         assert not running.done()
-        assert (await asyncio.to_thread(_status, ledger, ref)) == "dispatched"
+        assert (await asyncio.to_thread(job_status, ledger, ref)) == "dispatched"
         assert len(runs) == 1
 
         blocker.execute("COMMIT")  # the outage ends
