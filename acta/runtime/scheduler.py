@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from acta.clock import Clock
+from acta.errors import DatabaseUnavailableError
 
 log = logging.getLogger("acta.worker")
 
@@ -72,9 +73,18 @@ class Scheduler:
                 loop.failures = 0
             except asyncio.CancelledError:
                 raise
-            except Exception:
+            except Exception as exc:
                 loop.failures += 1
-                log.exception("acta loop %s failed (%d in a row)", loop.name, loop.failures)
+                if isinstance(exc, DatabaseUnavailableError):
+                    # An outage, not a bug: one line saying so, no traceback.
+                    log.warning(
+                        "acta loop %s could not reach the database (%d in a row): %s",
+                        loop.name,
+                        loop.failures,
+                        exc,
+                    )
+                else:
+                    log.exception("acta loop %s failed (%d in a row)", loop.name, loop.failures)
                 loop.due = self.clock.now() + ERROR_PAUSE * min(loop.failures, 30)
         return self.next_due()
 

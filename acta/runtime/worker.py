@@ -395,7 +395,7 @@ class Worker:
                     "worker %s could not record its stop (%s); recovery declares it dead after "
                     "%g s",
                     me.incarnation,
-                    failure,
+                    why,
                     self.dead_after.total_seconds(),
                 )
         self.threads.shutdown(wait=False)
