@@ -264,13 +264,7 @@ class Worker:
         # next runs are leased and waiting while the current ones settle.
         free = self.free_executors() + self.settings.prefetch
         if free <= 0:
-            # Busy: still take a due system job (recovery), which runs without an executor.
-            await self.ensure_registered()
-            system = await self.claimer.claim_system()
-            if system is not None:
-                self.runs[system.job.job_id] = system
-                self._spawn(system)
-            return now + self.poll
+            return now + self.poll  # busy: the heartbeat still takes a due recovery
         runs = await self.claim(free)
         # Runs the claim already started take executors first; the dispatched ones queue.
         for run in sorted(runs, key=lambda r: r.started is None):
@@ -294,6 +288,14 @@ class Worker:
 
     async def _heartbeat_step(self, now: datetime) -> datetime:
         await self.beat()
+        if not self.killed and self.free_executors() + self.settings.prefetch <= 0:
+            # A worker this busy claims nothing, yet recovery must never wait behind user
+            # work: take a due recovery slot by its id (it runs without an executor). Once per
+            # heartbeat, recovery's own cadence, so a busy fleet adds one query per beat.
+            system = await self.claimer.claim_system()
+            if system is not None:
+                self.runs[system.job.job_id] = system
+                self._spawn(system)
         return now + self.heartbeat
 
     # -- lifecycle ------------------------------------------------------------------------
