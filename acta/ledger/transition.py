@@ -2,15 +2,14 @@
 
 ``apply_transition`` is the one compare-and-set every settle, hand-back, recovery and operator
 change uses: read the row under its guard, write the new state and the events, or, when the
-guard fails, change nothing and record the refused write. What recovery does with a lapsed lease is
-decided in ``acta.policy.recovery``.
+guard fails, change nothing and record the refused write. What recovery does with a lapsed
+lease is decided in ``acta.policy.recovery``.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -22,13 +21,6 @@ from acta.provider.verb import Verb, execute, execute_many, fetch_all, fetch_one
 
 RECOVERY_BATCH = 50
 """Leases one recovery transaction takes back: a fault loses one small batch, not the pass."""
-
-
-@dataclass(frozen=True, slots=True)
-class RecoveryBatch(RecoveryReport):
-    """What one recovery transaction did; ``more``: lapsed leases may remain (a full batch)."""
-
-    more: bool = False
 
 
 def own_earlier_write(job_id: int, epoch: int) -> Verb[dict[str, Any] | None]:
@@ -139,7 +131,7 @@ def lapsed_from_row(row: dict[str, Any]) -> LapsedLease:
 
 def recover(
     namespace_id: int, now: datetime | None, limit: int = RECOVERY_BATCH
-) -> Verb[RecoveryBatch]:
+) -> Verb[RecoveryReport]:
     """Declare silent workers dead and take back up to ``limit`` lapsed leases of the
     namespace, in one transaction. Run it again while the answer says ``more``."""
     dead = yield fetch_all("mark_dead_workers", {"now": now, "namespace_id": namespace_id})
@@ -169,7 +161,7 @@ def recover(
         written = yield from apply_transition(plan, now)
         if written is not None:
             (recovered if written is JobStatus.READY else failed).append(plan.job_ref)
-    return RecoveryBatch(
+    return RecoveryReport(
         dead_workers=tuple(row["incarnation"] for row in dead),
         recovered=tuple(recovered),
         failed=tuple(failed),

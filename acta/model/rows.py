@@ -172,11 +172,13 @@ class LapsedLease:
 
 @dataclass(frozen=True, slots=True)
 class RecoveryReport:
-    """What one recovery pass did."""
+    """What one recovery transaction did."""
 
     dead_workers: tuple[str, ...] = ()
     recovered: tuple[str, ...] = ()
     failed: tuple[str, ...] = ()
+    more: bool = False
+    """A full batch: lapsed leases may remain for another pass."""
 
 
 @dataclass(frozen=True, slots=True)
