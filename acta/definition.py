@@ -29,7 +29,8 @@ from acta.ids import JobRef
 from acta.instant import check_instant
 from acta.model.rows import DefinitionSpec
 from acta.names import validate_job_name, validate_key, validate_tags
-from acta.policy.job import JobPolicy, validate_priority
+from acta.policy.gate import JobGates, gates_for
+from acta.policy.job import KEY_MAX, JobPolicy, validate_priority
 from acta.shape import check_supported, codec_for, to_data
 
 I = TypeVar("I")  # noqa: E741 - the conventional name for an input type variable
@@ -144,6 +145,11 @@ class JobDefinition(Generic[I, R]):
             audit_level=self.policy.audit,
         )
 
+    def gates(self, concurrency_key: str | None = None) -> JobGates:
+        """The admission gates a job of this definition passes, given its enqueue's key."""
+        p = self.policy
+        return gates_for(self.name, concurrency_key, p.concurrency_limit, p.rate_limit, p.rate_key)
+
     def request(self, input: I | None = None, **options: Any) -> JobRequest:
         """Describe one enqueue of this job (for ``enqueue_batch``); validates now."""
         cap = DEFAULT_PAYLOAD_CAP if self.owner is None else self.owner.payload_cap
@@ -191,6 +197,8 @@ class JobRequest:
     dedup_key: str | None
     correlation_key: str | None
     tags: tuple[str, ...]
+    lane: str | None = None
+    concurrency_key: str | None = None
 
     @classmethod
     def build(
@@ -205,6 +213,8 @@ class JobRequest:
         dedup_key: str | None = None,
         correlation_key: str | None = None,
         tags: Iterable[str] = (),
+        lane: str | None = None,
+        concurrency_key: str | None = None,
     ) -> JobRequest:
         if delay is not None and not_before is not None:
             raise ValidationError(
@@ -232,6 +242,16 @@ class JobRequest:
                 else validate_key(correlation_key, field="correlation_key")
             ),
             tags=validate_tags(tags),
+            lane=(
+                definition.policy.lane
+                if lane is None
+                else validate_key(lane, field="lane", max_length=KEY_MAX)
+            ),
+            concurrency_key=(
+                None
+                if concurrency_key is None
+                else validate_key(concurrency_key, field="concurrency_key", max_length=KEY_MAX)
+            ),
         )
 
 

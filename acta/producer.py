@@ -127,6 +127,8 @@ class Producer:
                 correlation_key=r.correlation_key,
                 tags=r.tags,
                 audit_level=r.definition.policy.audit,
+                lane=r.lane,
+                concurrency_key=r.concurrency_key,
             )
             for r, (_, text) in zip(requests, made, strict=True)
         ]

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from acta.codec import DEFAULT_PAYLOAD_CAP
 from acta.definition import JobDefinition
-from acta.errors import ConfigurationError, UnknownJobError, ValidationError
+from acta.errors import ConfigurationError, InvalidPolicyError, UnknownJobError, ValidationError
 from acta.ids import JobRef
 from acta.names import SYSTEM_PREFIX
 
@@ -55,9 +55,28 @@ class Registry:
             raise ConfigurationError(
                 f"job {definition.name!r} is already registered with another application"
             )
+        self._check_meter(definition)
         definition.owner = self
         self._definitions[definition.name] = definition
         return definition
+
+    def _check_meter(self, definition: JobDefinition[Any, Any]) -> None:
+        """Definitions sharing a meter (one rate_key, or a rate_key naming a definition with a
+        meter of its own) must declare one rate: the meter has one."""
+        meter = _meter(definition)
+        if meter is None:
+            return
+        for other in self._definitions.values():
+            if other is definition or _meter(other) != meter:
+                continue
+            ours, theirs = definition.policy.rate_limit, other.policy.rate_limit
+            if theirs != ours:
+                raise InvalidPolicyError(
+                    "rate_limit",
+                    f"job {definition.name!r} declares {ours} for meter {meter!r}, but job "
+                    f"{other.name!r} declares {theirs}",
+                    "definitions sharing a rate_key declare the same rate_limit",
+                )
 
     @property
     def definitions(self) -> Mapping[str, JobDefinition[Any, Any]]:
@@ -112,3 +131,10 @@ class Registry:
                 "this registry has no producer bound; enqueue through an Acta application"
             )
         return self._producer
+
+
+def _meter(definition: JobDefinition[Any, Any]) -> str | None:
+    policy = definition.policy
+    if policy.rate_limit is None:
+        return None
+    return policy.rate_key or definition.name

@@ -40,6 +40,8 @@ class TickOutcome(StrEnum):
     COMPLETED = "completed"
     FAILED = "failed"
     REARMED = "rearmed"
+    BOUNCED = "bounced"
+    """A gate (concurrency or rate) turned the job away before its handler ran."""
     CANCELLED = "cancelled"
     LEASE_LOST = "lease-lost"
     KILLED = "killed"

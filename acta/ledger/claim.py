@@ -67,6 +67,9 @@ def _claimed(row: Mapping[str, Any]) -> Claimed:
         input=bytes(row["input"]),
         correlation_key=row["correlation_key"],
         created_at=row["created_at"],
+        lane_id=row["lane_id"],
+        concurrency_key=row["concurrency_key"],
+        ticket_at=row["ticket_at"],
     )
 
 
@@ -168,7 +171,8 @@ def claim(
     held: Collection[int] = (),
 ) -> Verb[list[tuple[Claimed, Started | None]]]:
     """Lease up to ``limit`` due jobs and start the first ``start`` of them whose definition is
-    in ``startable``, in one transaction (one statement when ``fused``). Each claimed job comes
+    in ``startable`` and that name no concurrency key (those wait for admission), in one
+    transaction (one statement when ``fused``). Each claimed job comes
     with its Started, or None when it was only leased. ``quiet_definitions``: definitions
     whose audit level omits execution-started. ``held``: the jobs this worker holds now.
 
@@ -207,7 +211,11 @@ def claim(
             for row in rows
         ]
     claimed = yield from _lease(worker_id, namespace_id, limit, skip_definitions, lease_ms, now)
-    starting = [job for job in claimed if job.definition_id in startable][: max(0, start)]
+    # A job with a key of its own waits for admission, as in the fused claim.
+    startable_now = [
+        job for job in claimed if job.definition_id in startable and job.concurrency_key is None
+    ]
+    starting = startable_now[: max(0, start)]
     if not starting:
         return [(job, None) for job in claimed]
     items = [(job, job.definition_id not in quiet_definitions) for job in starting]

@@ -13,6 +13,7 @@ from typing import Any
 
 from acta.errors import ValidationError
 from acta.ledger.events import event_params
+from acta.ledger.lane import book_lane, promote
 from acta.model.codes import EventCode, JobStatus, audited
 from acta.model.rows import DefinitionSpec, Enqueued, NewJob
 from acta.provider.verb import Verb, execute, execute_many, fetch_all, fetch_one
@@ -63,17 +64,21 @@ def enqueue(
     """Write ``jobs``; ``known`` (namespace id, definition ids) skips the catalog upserts.
 
     ``fused`` writes the whole batch in one statement (server dialects), which also rings the
-    database bell on ``channel`` when a job due now was written. Returns what was written and
+    database bell on ``channel`` when a job due now was written; a batch with lane members
+    takes the portable path, which books their places in line. Returns what was written and
     the ids used, which the caller may cache once committed."""
     _refuse_repeated_dedup_keys(jobs)  # before the first statement: a refused batch writes nothing
     if known is None or any(job.definition not in known[1] for job in jobs):
         needed = [specs[name] for name in dict.fromkeys(job.definition for job in jobs)]
         known = yield from ensure_definitions(namespace, needed, now, "ensure_definition")
     namespace_id, definition_ids = known
-    if fused:
+    if fused and not any(job.lane is not None for job in jobs):
         written = yield from _fused(namespace, namespace_id, definition_ids, jobs, now, channel)
     else:
         written = yield from _portable(namespace_id, definition_ids, jobs, now)
+        due_now = any(j.run_at is None and j.delay_ms == 0 for j in jobs)
+        if channel is not None and due_now and any(w.created for w in written):
+            yield fetch_all("ring", {"channel": channel, "namespace": namespace})
     return list(written), known
 
 
@@ -116,8 +121,10 @@ def _portable(
     out: list[Enqueued] = []
     events: list[dict[str, object]] = []
     tags: list[dict[str, object]] = []
-    for job in jobs:
+    places = yield from _book_lanes(namespace_id, jobs, now)
+    for index, job in enumerate(jobs):
         definition_id = definition_ids[job.definition]
+        lane_id, lane_seq = places.get(index, (None, None))
         row = yield fetch_one(
             "insert_job",
             {
@@ -127,6 +134,7 @@ def _portable(
                 "definition_id": definition_id,
                 "dedup_key": job.dedup_key,
                 "correlation_key": job.correlation_key,
+                "concurrency_key": job.concurrency_key,
                 "input_codec": job.input_codec,
                 "input": job.input,
             },
@@ -146,10 +154,13 @@ def _portable(
                 "job_id": job_id,
                 "namespace_id": namespace_id,
                 "definition_id": definition_id,
-                "status": int(JobStatus.READY),
+                "status": int(JobStatus.READY if lane_id is None else JobStatus.BLOCKED),
                 "priority": job.priority,
                 "run_at": job.run_at,
                 "delay_ms": job.delay_ms,
+                "lane_id": lane_id,
+                "lane_seq": lane_seq,
+                "gated": job.concurrency_key is not None,
             },
         )
         tags.extend({"job_id": job_id, "tag": tag} for tag in job.tags)
@@ -160,7 +171,28 @@ def _portable(
         yield execute_many("insert_tag", tags)
     if events:
         yield execute_many("insert_event", events)
+    # Members were written blocked; a lane that had nobody unfinished gets its head now.
+    for lane_id in sorted({lane_id for lane_id, _ in places.values()}):
+        yield from promote(lane_id, None, now)
     return out
+
+
+def _book_lanes(
+    namespace_id: int, jobs: Sequence[NewJob], now: datetime | None
+) -> Verb[dict[int, tuple[int, int]]]:
+    """Book each lane member's place, in batch order; answers {index in batch: (lane id,
+    position)}. Lanes are locked in name order, so two batches sharing lanes cannot deadlock;
+    the lock is held to commit, so members of concurrent producers never interleave."""
+    members: dict[str, list[int]] = {}
+    for index, job in enumerate(jobs):
+        if job.lane is not None:
+            members.setdefault(job.lane, []).append(index)
+    places: dict[int, tuple[int, int]] = {}
+    for lane in sorted(members):
+        indexes = members[lane]
+        lane_id, first = yield from book_lane(namespace_id, lane, len(indexes), now)
+        places.update({index: (lane_id, first + n) for n, index in enumerate(indexes)})
+    return places
 
 
 def _fused(
@@ -182,6 +214,7 @@ def _fused(
             "definition_ids": [definition_ids[j.definition] for j in jobs],
             "dedup_keys": [j.dedup_key for j in jobs],
             "correlation_keys": [j.correlation_key for j in jobs],
+            "concurrency_keys": [j.concurrency_key for j in jobs],
             "codecs": [j.input_codec for j in jobs],
             "inputs": [j.input for j in jobs],
             "priorities": [j.priority for j in jobs],

@@ -14,10 +14,13 @@ from datetime import datetime
 from typing import Any
 
 from acta.ledger.events import event_params, worker_event
+from acta.ledger.lane import promote, promote_lanes
 from acta.model.codes import AuditLevel, EventCode, JobStatus, Reason
 from acta.model.rows import EventRecord, LapsedLease, RecoveryReport, Transition
 from acta.policy.recovery import recovery_transition
 from acta.provider.verb import Verb, execute, execute_many, fetch_all, fetch_one
+
+_LEASED = (int(JobStatus.DISPATCHED), int(JobStatus.EXECUTING))
 
 RECOVERY_BATCH = 50
 """Leases one recovery transaction takes back: a fault loses one small batch, not the pass."""
@@ -92,6 +95,10 @@ def apply_transition(plan: Transition, now: datetime | None) -> Verb[JobStatus |
         )
     if plan.events:
         yield execute_many("insert_event", [_event(plan, e, now) for e in plan.events])
+    if guard["status"] in _LEASED:
+        yield execute("release_hold", {"job_id": plan.job_id})  # the lease ends: so does its slot
+    if guard["lane_id"] is not None and plan.status.terminal:
+        yield from promote(guard["lane_id"], plan.job_id, now)
     return plan.status
 
 
@@ -185,8 +192,18 @@ def apply_transitions(
     done: set[int] = set()
     fast = [p for p in plans if p.owner is not None and not p.lapsed]
     if fused and fast:
-        rows = yield fetch_all("fused_settle", _fused_settle_params(fast, now), alone=True)
+        # Alone (its own transaction) only when no run ends in a lane: a lane's promotion
+        # must commit with the settle that ends its head.
+        alone = all(p.lane_id is None for p in fast)
+        rows = yield fetch_all("fused_settle", _fused_settle_params(fast, now), alone=alone)
         done = {row["job_id"] for row in rows}
+        ended = [
+            (row["lane_id"], row["job_id"])
+            for row in rows
+            if row["lane_id"] is not None and JobStatus(row["status"]).terminal
+        ]
+        if ended:
+            yield from promote_lanes(ended, now)
     out: list[JobStatus | None] = []
     for plan in plans:
         if plan.job_id in done and plan.owner is not None and not plan.lapsed:

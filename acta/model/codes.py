@@ -55,6 +55,9 @@ class EventCode(Coded):
     RETRY_SCHEDULED = 12, "A failed run will be retried at next_run_at."
     HANDED_BACK = 13, "A worker returned a claimed job without spending an attempt."
     REARMED = 14, "A recurring job was set to run again at next_run_at."
+    ADMITTED = 15, "The job passed its concurrency and rate gates and may start."
+    BOUNCED = 16, "A gate turned the job away for now; it comes back at next_run_at."
+    PROMOTED = 17, "The job became the head of its lane and may be claimed."
     SUCCEEDED = 20, "The job reached succeeded."
     FAILED = 21, "The job reached failed."
     CANCELLED = 22, "The job reached cancelled."
@@ -102,6 +105,11 @@ class AuditLevel(Coded):
     FULL = 2, "Write the full timeline (default)."
 
 
+class GateKind(Coded):
+    KEY = 1, "Named by the concurrency_key of an enqueue."
+    JOB = 2, "Named by a definition with a concurrency_limit."
+
+
 class Control(Coded):
     NONE = 0, "No pending request."
     CANCEL = 1, "Cancel the job when its current run ends."
@@ -115,6 +123,7 @@ FAMILIES: dict[type[Coded], str] = {
     WorkerStatus: "worker_status",
     AuditLevel: "audit_level",
     Control: "control",
+    GateKind: "gate_kind",
 }
 
 ALL_FAMILIES: tuple[type[Coded], ...] = tuple(FAMILIES)

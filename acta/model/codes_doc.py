@@ -32,15 +32,17 @@ _ABOUT: dict[str, tuple[str, str]] = {
     "job_status": (
         "Where a job is in its life.",
         "Stored in `runtime.status`; shown as `status` in `jobs_view`. Codes of 100 and "
-        "above are terminal: the job will not run again. `blocked`, `suspended` and `paused` "
-        "are reserved for lanes, durable waits and operator pause; this release never sets "
-        "them.",
+        "above are terminal: the job will not run again. `blocked` is a lane member behind "
+        "its lane's head. `suspended` and `paused` are reserved for durable waits and operator "
+        "pause; this release never sets them.",
     ),
     "event": (
         "What an event in the ledger records.",
         "Stored in `events.code`; shown as `event` in `events_view`. Worker events "
         "(`worker-*`) have no job; `rearmed` is written by recurring system jobs such as "
-        "`sys.recovery`.",
+        "`sys.recovery`. `admitted`, `bounced` and `promoted` come from the gates "
+        "(guide/ordering.md); a bounce's `detail` is JSON naming the gate, its key and when "
+        "the job comes back.",
     ),
     "outcome": (
         "How one handler run ended.",
@@ -55,6 +57,10 @@ _ABOUT: dict[str, tuple[str, str]] = {
     "worker_status": (
         "Whether a worker incarnation is alive.",
         "Stored in `workers.status`; shown as `status` in `workers_view`.",
+    ),
+    "gate_kind": (
+        "What names a concurrency gate.",
+        "Stored in `gates.kind`; shown as `kind` in `gates_view`.",
     ),
     "audit_level": (
         "How many events a job definition writes.",

@@ -46,6 +46,8 @@ class NewJob:
     correlation_key: str | None
     tags: tuple[str, ...]
     audit_level: AuditLevel
+    lane: str | None = None
+    concurrency_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +97,21 @@ class Claimed:
     input: bytes
     correlation_key: str | None
     created_at: datetime
+    lane_id: int | None = None
+    concurrency_key: str | None = None
+    ticket_at: datetime | None = None
+    """The rate meter turn this job booked earlier, if it holds one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bounced:
+    """A claimed job a gate turned away: it is ready again at ``until``, no attempt spent."""
+
+    gate: str
+    """Which gate: ``"concurrency"`` or ``"rate"`` (``"unknown"`` when a retried admission
+    found its own earlier, committed bounce)."""
+    name: str
+    until: datetime | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +158,8 @@ class Transition:
     events: tuple[EventRecord, ...] = ()
     result: tuple[int, bytes] | None = None
     on_cancel: Transition | None = None
+    lane_id: int | None = None
+    """The job's lane, if it has one (a settle in a lane must promote in its transaction)."""
 
 
 @dataclass(frozen=True, slots=True)

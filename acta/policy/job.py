@@ -14,10 +14,14 @@ from acta.backoff import DEFAULT_BACKOFF, Backoff
 from acta.duration import parse_duration
 from acta.errors import InvalidPolicyError, ValidationError
 from acta.model.codes import AuditLevel
+from acta.names import validate_key
+from acta.policy.gate import Rate, validate_concurrency_limit
 
 DEFAULT_MAX_ATTEMPTS = 15
 MAX_ATTEMPTS_LIMIT = 1000
 PRIORITY_RANGE = range(-100, 101)
+KEY_MAX = 200
+"""The longest lane, concurrency key or rate key, in characters."""
 _AUDIT_NAMES = {level.label: level for level in AuditLevel}
 
 
@@ -30,6 +34,18 @@ class JobPolicy:
     timeout: timedelta | None = None
     priority: int = 0
     audit: AuditLevel = AuditLevel.FULL
+    lane: str | None = None
+    """The lane every job of the definition joins unless its enqueue names another."""
+    concurrency_limit: int | None = None
+    """Slots per concurrency key when the enqueue names one, else across the definition."""
+    rate_limit: Rate | None = None
+    rate_key: str | None = None
+    """The meter shared by definitions declaring the same rate; the definition's own if None."""
+
+    @property
+    def gated(self) -> bool:
+        """Whether every job of the definition passes an admission gate (limit or rate)."""
+        return self.concurrency_limit is not None or self.rate_limit is not None
 
     @classmethod
     def build(
@@ -40,8 +56,16 @@ class JobPolicy:
         timeout: str | float | timedelta | None = None,
         priority: int = 0,
         audit: str | AuditLevel = AuditLevel.FULL,
+        lane: str | None = None,
+        concurrency_limit: int | None = None,
+        rate_limit: str | Rate | None = None,
+        rate_key: str | None = None,
     ) -> JobPolicy:
         """Validate user-facing policy arguments into a JobPolicy."""
+        if rate_key is not None and rate_limit is None:
+            raise InvalidPolicyError(
+                "rate_key", f"got {rate_key!r} without a rate_limit", "declare rate_limit too"
+            )
         if isinstance(max_attempts, bool) or not isinstance(max_attempts, int):
             raise InvalidPolicyError(
                 "max_attempts", f"got {max_attempts!r}", "an int from 1 to 1000"
@@ -56,6 +80,12 @@ class JobPolicy:
             timeout=parsed_timeout,
             priority=validate_priority(priority),
             audit=_audit(audit),
+            lane=None if lane is None else _key(lane, "lane"),
+            concurrency_limit=(
+                None if concurrency_limit is None else validate_concurrency_limit(concurrency_limit)
+            ),
+            rate_limit=None if rate_limit is None else Rate.parse(rate_limit),
+            rate_key=None if rate_key is None else _key(rate_key, "rate_key"),
         )
 
 
@@ -75,6 +105,13 @@ def validate_priority(priority: object, field: str = "priority") -> int:
 def _timeout(value: str | float | timedelta) -> timedelta:
     try:
         return parse_duration(value, field="timeout")
+    except ValidationError as exc:  # a policy error, like every other policy argument
+        raise InvalidPolicyError(exc.field, exc.problem, exc.rule) from None
+
+
+def _key(value: str, field: str) -> str:
+    try:
+        return validate_key(value, field=field, max_length=KEY_MAX)
     except ValidationError as exc:  # a policy error, like every other policy argument
         raise InvalidPolicyError(exc.field, exc.problem, exc.rule) from None
 

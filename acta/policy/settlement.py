@@ -60,6 +60,7 @@ def _plan(
         status=status,
         owner=worker_id,
         worker_id=worker_id,
+        lane_id=job.lane_id,
         **rest,
     )
 

@@ -84,7 +84,8 @@ class Claimer:
             ids = self._definition_ids
             known = {name: d for name, d in own.items() if name in ids}
             self._startable = (
-                frozenset(ids[name] for name in known),
+                # A definition with a gate waits for admission: never started by the claim.
+                frozenset(ids[name] for name, d in known.items() if not d.policy.gated),
                 frozenset(
                     ids[name]
                     for name, d in known.items()

@@ -18,7 +18,11 @@ from typing import Any
 
 from acta.clock import Clock
 from acta.definition import JobDefinition
+from acta.ledger.admission import admit
 from acta.ledger.facade import Ledger
+from acta.model.codes import AuditLevel
+from acta.model.rows import Bounced, Claimed, Started
+from acta.policy.gate import JobGates, bounce_delay
 from acta.registry import Registry
 from acta.runtime.committer import Committer
 from acta.runtime.identity import Identity
@@ -65,6 +69,17 @@ class RunEnv:
         waiting for the database to come back stop waiting."""
         self.skipped: set[int] = set()
         """Definitions this build has no handler for: handed back, then never claimed again."""
+
+    async def admit(
+        self, job: Claimed, gates: JobGates, audit: AuditLevel
+    ) -> Started | Bounced | None:
+        """Pass a claimed job through its gates and start it, in one transaction; Bounced if a
+        gate turned it away, None if its lease is gone."""
+        ledger, worker_id = self.ledger, self.identity.worker_id
+        now, wait = ledger.now(), bounce_delay(self.rng)
+        return await ledger.run_async(
+            lambda: admit(job, gates, worker_id, audit, wait, now), name="admit"
+        )
 
     def definition(self, name: str) -> JobDefinition[Any, Any] | None:
         return self.registry.get(name)

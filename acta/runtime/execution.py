@@ -18,8 +18,9 @@ from acta.definition import JobDefinition
 from acta.errors import DatabaseUnavailableError, InputDecodeError, PayloadError
 from acta.ids import JobRef
 from acta.model.codes import EventCode, JobStatus, Outcome, Reason, audited
-from acta.model.rows import Transition
+from acta.model.rows import Bounced, Started, Transition
 from acta.policy import settlement
+from acta.policy.gate import NO_GATES
 from acta.runtime.environment import RunEnv
 from acta.runtime.handler import (
     Interrupted,
@@ -61,8 +62,15 @@ async def execute(env: RunEnv, run: Run) -> RunEnd:
         return await _interrupted(env, run, definition, execution, None)
     started = run.started
     if started is None:
-        audit_started = audited(policy.audit, EventCode.EXECUTION_STARTED)
-        kept = await _kept(env, run, lambda: env.committer.start(job, audit_started), "start")
+        gates = NO_GATES if system is not None else definition.gates(job.concurrency_key)
+        if gates.any:
+            admitted = await _kept(env, run, lambda: env.admit(job, gates, policy.audit), "admit")
+            if isinstance(admitted, Bounced):
+                return RunEnd.BOUNCED  # no attempt spent; the executor goes back to the pool
+            kept: Started | RunEnd | None = admitted
+        else:
+            audit_started = audited(policy.audit, EventCode.EXECUTION_STARTED)
+            kept = await _kept(env, run, lambda: env.committer.start(job, audit_started), "start")
         if isinstance(kept, RunEnd):
             return kept
         started = kept

@@ -21,6 +21,9 @@ class RunEnd(StrEnum):
     COMPLETED = "completed"
     FAILED = "failed"
     REARMED = "rearmed"
+    BOUNCED = "bounced"
+    """A gate turned the job away before its handler ran: it comes back later, no attempt
+    spent, and its executor went back to the pool."""
     CANCELLED = "cancelled"
     LEASE_LOST = "lease-lost"
     KILLED = "killed"

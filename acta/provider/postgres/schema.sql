@@ -48,6 +48,34 @@ CREATE TABLE {schema}.events (
     CONSTRAINT events_pkey PRIMARY KEY (id)
 );
 
+-- table gate_holds
+CREATE TABLE {schema}.gate_holds (
+    job_id bigint NOT NULL,
+    gate_id bigint NOT NULL,
+    epoch bigint NOT NULL,
+    since timestamp with time zone NOT NULL,
+    CONSTRAINT gate_holds_gate_id_fkey FOREIGN KEY (gate_id) REFERENCES {schema}.gates(id),
+    CONSTRAINT gate_holds_job_id_fkey FOREIGN KEY (job_id) REFERENCES {schema}.jobs(id) ON DELETE CASCADE,
+    CONSTRAINT gate_holds_pkey PRIMARY KEY (job_id)
+);
+
+-- table gates
+CREATE TABLE {schema}.gates (
+    id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+    namespace_id bigint NOT NULL,
+    kind smallint NOT NULL,
+    name text NOT NULL,
+    slot_limit integer NOT NULL,
+    limit_override integer,
+    version bigint DEFAULT 0 NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT gates_limit_override_check CHECK (limit_override IS NULL OR limit_override >= 1),
+    CONSTRAINT gates_namespace_id_fkey FOREIGN KEY (namespace_id) REFERENCES {schema}.namespaces(id),
+    CONSTRAINT gates_namespace_id_kind_name_key UNIQUE (namespace_id, kind, name),
+    CONSTRAINT gates_pkey PRIMARY KEY (id),
+    CONSTRAINT gates_slot_limit_check CHECK (slot_limit >= 1)
+);
+
 -- table job_tags
 CREATE TABLE {schema}.job_tags (
     job_id bigint NOT NULL,
@@ -67,9 +95,47 @@ CREATE TABLE {schema}.jobs (
     input_codec smallint NOT NULL,
     input bytea NOT NULL,
     created_at timestamp with time zone NOT NULL,
+    concurrency_key text,
     CONSTRAINT jobs_definition_id_namespace_id_fkey FOREIGN KEY (definition_id, namespace_id) REFERENCES {schema}.definitions(id, namespace_id),
     CONSTRAINT jobs_job_ref_key UNIQUE (job_ref),
     CONSTRAINT jobs_pkey PRIMARY KEY (id)
+);
+
+-- table lanes
+CREATE TABLE {schema}.lanes (
+    id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+    namespace_id bigint NOT NULL,
+    name text NOT NULL,
+    last_seq bigint NOT NULL,
+    head_job_id bigint,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT lanes_last_seq_check CHECK (last_seq >= 1),
+    CONSTRAINT lanes_namespace_id_fkey FOREIGN KEY (namespace_id) REFERENCES {schema}.namespaces(id),
+    CONSTRAINT lanes_namespace_id_name_key UNIQUE (namespace_id, name),
+    CONSTRAINT lanes_pkey PRIMARY KEY (id)
+);
+
+-- table meters
+CREATE TABLE {schema}.meters (
+    id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+    namespace_id bigint NOT NULL,
+    name text NOT NULL,
+    rate integer NOT NULL,
+    period_ms bigint NOT NULL,
+    rate_override integer,
+    period_override_ms bigint,
+    booked_until timestamp with time zone,
+    admitted_until timestamp with time zone,
+    version bigint DEFAULT 0 NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT meters_check CHECK ((rate_override IS NULL) = (period_override_ms IS NULL)),
+    CONSTRAINT meters_namespace_id_fkey FOREIGN KEY (namespace_id) REFERENCES {schema}.namespaces(id),
+    CONSTRAINT meters_namespace_id_name_key UNIQUE (namespace_id, name),
+    CONSTRAINT meters_period_ms_check CHECK (period_ms > 0),
+    CONSTRAINT meters_period_override_ms_check CHECK (period_override_ms IS NULL OR period_override_ms > 0),
+    CONSTRAINT meters_pkey PRIMARY KEY (id),
+    CONSTRAINT meters_rate_check CHECK (rate >= 1),
+    CONSTRAINT meters_rate_override_check CHECK (rate_override IS NULL OR rate_override >= 1)
 );
 
 -- table migrations
@@ -116,7 +182,12 @@ CREATE TABLE {schema}.runtime (
     control smallint DEFAULT 0 NOT NULL,
     version bigint DEFAULT 0 NOT NULL,
     updated_at timestamp with time zone NOT NULL,
+    lane_id bigint,
+    lane_seq bigint,
+    gated boolean DEFAULT false NOT NULL,
+    ticket_at timestamp with time zone,
     CONSTRAINT runtime_job_id_fkey FOREIGN KEY (job_id) REFERENCES {schema}.jobs(id) ON DELETE CASCADE,
+    CONSTRAINT runtime_lane_id_fkey FOREIGN KEY (lane_id) REFERENCES {schema}.lanes(id),
     CONSTRAINT runtime_lease_owner_fkey FOREIGN KEY (lease_owner) REFERENCES {schema}.workers(id),
     CONSTRAINT runtime_pkey PRIMARY KEY (job_id)
 );
@@ -158,6 +229,18 @@ CREATE INDEX events_by_job ON {schema}.events USING btree (job_id, id);
 -- index events_pkey on events
 CREATE UNIQUE INDEX events_pkey ON {schema}.events USING btree (id);
 
+-- index gate_holds_by_gate on gate_holds
+CREATE INDEX gate_holds_by_gate ON {schema}.gate_holds USING btree (gate_id);
+
+-- index gate_holds_pkey on gate_holds
+CREATE UNIQUE INDEX gate_holds_pkey ON {schema}.gate_holds USING btree (job_id);
+
+-- index gates_namespace_id_kind_name_key on gates
+CREATE UNIQUE INDEX gates_namespace_id_kind_name_key ON {schema}.gates USING btree (namespace_id, kind, name);
+
+-- index gates_pkey on gates
+CREATE UNIQUE INDEX gates_pkey ON {schema}.gates USING btree (id);
+
 -- index job_tags_by_tag on job_tags
 CREATE INDEX job_tags_by_tag ON {schema}.job_tags USING btree (tag, job_id);
 
@@ -176,6 +259,18 @@ CREATE UNIQUE INDEX jobs_job_ref_key ON {schema}.jobs USING btree (job_ref);
 -- index jobs_pkey on jobs
 CREATE UNIQUE INDEX jobs_pkey ON {schema}.jobs USING btree (id);
 
+-- index lanes_namespace_id_name_key on lanes
+CREATE UNIQUE INDEX lanes_namespace_id_name_key ON {schema}.lanes USING btree (namespace_id, name);
+
+-- index lanes_pkey on lanes
+CREATE UNIQUE INDEX lanes_pkey ON {schema}.lanes USING btree (id);
+
+-- index meters_namespace_id_name_key on meters
+CREATE UNIQUE INDEX meters_namespace_id_name_key ON {schema}.meters USING btree (namespace_id, name);
+
+-- index meters_pkey on meters
+CREATE UNIQUE INDEX meters_pkey ON {schema}.meters USING btree (id);
+
 -- index migrations_pkey on migrations
 CREATE UNIQUE INDEX migrations_pkey ON {schema}.migrations USING btree (version);
 
@@ -193,6 +288,9 @@ CREATE INDEX runtime_by_owner ON {schema}.runtime USING btree (lease_owner) WHER
 
 -- index runtime_claim on runtime
 CREATE INDEX runtime_claim ON {schema}.runtime USING btree (namespace_id, priority DESC, next_run_at, job_id) WHERE (status = 10);
+
+-- index runtime_lane_line on runtime
+CREATE INDEX runtime_lane_line ON {schema}.runtime USING btree (lane_id, lane_seq) WHERE (status = 11);
 
 -- index runtime_leases on runtime
 CREATE INDEX runtime_leases ON {schema}.runtime USING btree (namespace_id, lease_expires_at) WHERE (status = ANY (ARRAY[20, 21]));
@@ -235,6 +333,28 @@ SELECT e.id AS event_id,
      LEFT JOIN {schema}.codes o ON o.family = 'outcome'::text AND o.code = e.outcome
      LEFT JOIN {schema}.codes r ON r.family = 'reason'::text AND r.code = e.reason;
 
+-- view gates_view
+CREATE VIEW {schema}.gates_view AS
+SELECT g.name,
+    n.name AS namespace,
+    k.name AS kind,
+    COALESCE(g.limit_override, g.slot_limit) AS limit_in_force,
+    g.slot_limit AS declared_limit,
+    g.limit_override,
+    ( SELECT count(*) AS count
+           FROM {schema}.gate_holds h
+          WHERE h.gate_id = g.id) AS held,
+    ( SELECT json_agg(j.job_ref ORDER BY j.job_ref)::text AS json_agg
+           FROM {schema}.gate_holds h
+             JOIN {schema}.jobs j ON j.id = h.job_id
+          WHERE h.gate_id = g.id) AS holders,
+    g.version,
+    g.updated_at,
+    g.id AS gate_id
+   FROM {schema}.gates g
+     JOIN {schema}.namespaces n ON n.id = g.namespace_id
+     JOIN {schema}.codes k ON k.family = 'gate_kind'::text AND k.code = g.kind;
+
 -- view jobs_view
 CREATE VIEW {schema}.jobs_view AS
 SELECT j.job_ref,
@@ -259,6 +379,9 @@ SELECT j.job_ref,
     r.lease_epoch,
     j.dedup_key,
     j.correlation_key,
+    l.name AS lane,
+    r.lane_seq,
+    j.concurrency_key,
     ( SELECT json_agg(t.tag ORDER BY t.tag)::text AS json_agg
            FROM {schema}.job_tags t
           WHERE t.job_id = j.id) AS tags,
@@ -272,10 +395,59 @@ SELECT j.job_ref,
      JOIN {schema}.definitions d ON d.id = j.definition_id
      JOIN {schema}.codes s ON s.family = 'job_status'::text AND s.code = r.status
      LEFT JOIN {schema}.workers w ON w.id = r.lease_owner
+     LEFT JOIN {schema}.lanes l ON l.id = r.lane_id
      LEFT JOIN {schema}.events le ON le.id = (( SELECT max(e.id) AS max
            FROM {schema}.events e
           WHERE e.job_id = j.id AND ((e.code = ANY (ARRAY[21, 30])) OR e.code = 11 AND (e.outcome = ANY (ARRAY[2, 3])))))
      LEFT JOIN {schema}.codes lr ON lr.family = 'reason'::text AND lr.code = le.reason;
+
+-- view lanes_view
+CREATE VIEW {schema}.lanes_view AS
+SELECT l.name AS lane,
+    n.name AS namespace,
+    h.job_ref AS head_job_ref,
+    hs.name AS head_status,
+    ( SELECT count(*) AS count
+           FROM {schema}.runtime r
+          WHERE r.lane_id = l.id AND r.status < 100) AS depth,
+    l.last_seq,
+    l.created_at,
+    l.id AS lane_id
+   FROM {schema}.lanes l
+     JOIN {schema}.namespaces n ON n.id = l.namespace_id
+     LEFT JOIN {schema}.jobs h ON h.id = l.head_job_id
+     LEFT JOIN {schema}.runtime hr ON hr.job_id = l.head_job_id
+     LEFT JOIN {schema}.codes hs ON hs.family = 'job_status'::text AND hs.code = hr.status;
+
+-- view meters_view
+CREATE VIEW {schema}.meters_view AS
+SELECT m.name,
+    n.name AS namespace,
+    m.rate_now AS rate,
+    m.period_now AS period_ms,
+    m.rate AS declared_rate,
+    m.period_ms AS declared_period_ms,
+    m.booked_until - ((GREATEST(1::bigint, m.rate_now * 1000 / m.period_now) - 1) * ((m.period_now + m.rate_now - 1) / m.rate_now))::double precision * '00:00:00.001'::interval AS next_free_at,
+    m.booked_until,
+    m.admitted_until,
+    m.version,
+    m.updated_at,
+    m.id AS meter_id
+   FROM ( SELECT x.id,
+            x.namespace_id,
+            x.name,
+            x.rate,
+            x.period_ms,
+            x.rate_override,
+            x.period_override_ms,
+            x.booked_until,
+            x.admitted_until,
+            x.version,
+            x.updated_at,
+            COALESCE(x.rate_override, x.rate) AS rate_now,
+            COALESCE(x.period_override_ms, x.period_ms) AS period_now
+           FROM {schema}.meters x) m
+     JOIN {schema}.namespaces n ON n.id = m.namespace_id;
 
 -- view workers_view
 CREATE VIEW {schema}.workers_view AS

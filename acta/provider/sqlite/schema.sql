@@ -4,6 +4,9 @@
 -- index acta_events_by_job
 CREATE INDEX acta_events_by_job ON acta_events (job_id, id);
 
+-- index acta_gate_holds_by_gate
+CREATE INDEX acta_gate_holds_by_gate ON acta_gate_holds (gate_id);
+
 -- index acta_job_tags_by_tag
 CREATE INDEX acta_job_tags_by_tag ON acta_job_tags (tag, job_id);
 
@@ -22,6 +25,10 @@ CREATE INDEX acta_runtime_by_owner
 -- index acta_runtime_claim
 CREATE INDEX acta_runtime_claim
     ON acta_runtime (namespace_id, priority DESC, next_run_at, job_id) WHERE status = 10;
+
+-- index acta_runtime_lane_line
+CREATE INDEX acta_runtime_lane_line
+    ON acta_runtime (lane_id, lane_seq) WHERE status = 11;
 
 -- index acta_runtime_leases
 CREATE INDEX acta_runtime_leases
@@ -74,6 +81,29 @@ CREATE TABLE acta_events (
     detail       TEXT
 );
 
+-- table acta_gate_holds
+CREATE TABLE acta_gate_holds (
+    job_id  INTEGER PRIMARY KEY REFERENCES acta_jobs (id) ON DELETE CASCADE,
+    gate_id INTEGER NOT NULL REFERENCES acta_gates (id),
+    epoch   INTEGER NOT NULL,
+    since   TEXT    NOT NULL
+);
+
+-- table acta_gates
+CREATE TABLE acta_gates (
+    id             INTEGER PRIMARY KEY,
+    namespace_id   INTEGER NOT NULL REFERENCES acta_namespaces (id),
+    kind           INTEGER NOT NULL,
+    name           TEXT    NOT NULL,
+    -- The limit the latest admission declared (the definition's concurrency_limit, or 1).
+    slot_limit     INTEGER NOT NULL CHECK (slot_limit >= 1),
+    -- An operator's limit, in force over every declared one while set.
+    limit_override INTEGER CHECK (limit_override IS NULL OR limit_override >= 1),
+    version        INTEGER NOT NULL DEFAULT 0,
+    updated_at     TEXT    NOT NULL,
+    UNIQUE (namespace_id, kind, name)
+);
+
 -- table acta_job_tags
 CREATE TABLE acta_job_tags (
     job_id INTEGER NOT NULL REFERENCES acta_jobs (id) ON DELETE CASCADE,
@@ -91,9 +121,40 @@ CREATE TABLE acta_jobs (
     correlation_key TEXT,
     input_codec     INTEGER NOT NULL,
     input           BLOB    NOT NULL,
-    created_at      TEXT    NOT NULL,
+    created_at      TEXT    NOT NULL, concurrency_key TEXT,
     -- One check per enqueued row covers both ids (the namespace follows from the definition).
     FOREIGN KEY (definition_id, namespace_id) REFERENCES acta_definitions (id, namespace_id)
+);
+
+-- table acta_lanes
+CREATE TABLE acta_lanes (
+    id           INTEGER  PRIMARY KEY,
+    namespace_id INTEGER  NOT NULL REFERENCES acta_namespaces (id),
+    name         TEXT     NOT NULL,
+    -- The position the latest enqueue took; the next member takes last_seq + 1.
+    last_seq     INTEGER  NOT NULL CHECK (last_seq >= 1),
+    -- The member at the front (ready or running), NULL while the lane has nobody unfinished.
+    head_job_id  INTEGER,
+    created_at   TEXT     NOT NULL,
+    UNIQUE (namespace_id, name)
+);
+
+-- table acta_meters
+CREATE TABLE acta_meters (
+    id                 INTEGER PRIMARY KEY,
+    namespace_id       INTEGER NOT NULL REFERENCES acta_namespaces (id),
+    name               TEXT    NOT NULL,
+    rate               INTEGER NOT NULL CHECK (rate >= 1),
+    period_ms          INTEGER NOT NULL CHECK (period_ms > 0),
+    -- An operator's rate, in force over the declared one while set (both or neither).
+    rate_override      INTEGER CHECK (rate_override IS NULL OR rate_override >= 1),
+    period_override_ms INTEGER CHECK (period_override_ms IS NULL OR period_override_ms > 0),
+    booked_until       TEXT,
+    admitted_until     TEXT,
+    version            INTEGER NOT NULL DEFAULT 0,
+    updated_at         TEXT    NOT NULL,
+    UNIQUE (namespace_id, name),
+    CHECK ((rate_override IS NULL) = (period_override_ms IS NULL))
 );
 
 -- table acta_migrations
@@ -135,7 +196,7 @@ CREATE TABLE acta_runtime (
     control          INTEGER NOT NULL DEFAULT 0,
     version          INTEGER NOT NULL DEFAULT 0,
     updated_at       TEXT    NOT NULL
-);
+, lane_id INTEGER REFERENCES acta_lanes (id), lane_seq INTEGER, gated INTEGER NOT NULL DEFAULT 0, ticket_at TEXT);
 
 -- table acta_workers
 CREATE TABLE acta_workers (
@@ -179,6 +240,27 @@ JOIN acta_codes c            ON c.family = 'event' AND c.code = e.code
 LEFT JOIN acta_codes o       ON o.family = 'outcome' AND o.code = e.outcome
 LEFT JOIN acta_codes r       ON r.family = 'reason' AND r.code = e.reason;
 
+-- view acta_gates_view
+CREATE VIEW acta_gates_view AS
+SELECT
+    g.name,
+    n.name                                AS namespace,
+    k.name                                AS kind,
+    COALESCE(g.limit_override, g.slot_limit) AS limit_in_force,
+    g.slot_limit                          AS declared_limit,
+    g.limit_override,
+    (SELECT count(*) FROM acta_gate_holds h WHERE h.gate_id = g.id) AS held,
+    -- The holders' refs as a sorted JSON array (NULL when nobody holds a slot).
+    (SELECT NULLIF(json_group_array(x.job_ref), '[]')
+       FROM (SELECT j.job_ref FROM acta_gate_holds h JOIN acta_jobs j ON j.id = h.job_id
+              WHERE h.gate_id = g.id ORDER BY j.job_ref) x)             AS holders,
+    g.version,
+    g.updated_at,
+    g.id                                  AS gate_id
+FROM acta_gates g
+JOIN acta_namespaces n ON n.id = g.namespace_id
+JOIN acta_codes k      ON k.family = 'gate_kind' AND k.code = g.kind;
+
 -- view acta_jobs_view
 CREATE VIEW acta_jobs_view AS
 SELECT
@@ -201,6 +283,9 @@ SELECT
     r.lease_epoch,
     j.dedup_key,
     j.correlation_key,
+    l.name                AS lane,
+    r.lane_seq,
+    j.concurrency_key,
     -- A sorted JSON array (NULL without tags), so a tag containing a comma stays unambiguous.
     (SELECT NULLIF(json_group_array(t.tag), '[]')
        FROM (SELECT tag FROM acta_job_tags WHERE job_id = j.id ORDER BY tag) t) AS tags,
@@ -214,11 +299,53 @@ JOIN acta_namespaces n   ON n.id = j.namespace_id
 JOIN acta_definitions d  ON d.id = j.definition_id
 JOIN acta_codes s        ON s.family = 'job_status' AND s.code = r.status
 LEFT JOIN acta_workers w ON w.id = r.lease_owner
+LEFT JOIN acta_lanes l   ON l.id = r.lane_id
 LEFT JOIN acta_events le ON le.id = (
     SELECT max(e.id) FROM acta_events e
     WHERE e.job_id = j.id
       AND (e.code IN (21, 30) OR (e.code = 11 AND e.outcome IN (2, 3))))
 LEFT JOIN acta_codes lr  ON lr.family = 'reason' AND lr.code = le.reason;
+
+-- view acta_lanes_view
+CREATE VIEW acta_lanes_view AS
+SELECT
+    l.name          AS lane,
+    n.name          AS namespace,
+    h.job_ref       AS head_job_ref,
+    hs.name         AS head_status,
+    (SELECT count(*) FROM acta_runtime r
+      WHERE r.lane_id = l.id AND r.status < 100) AS depth,
+    l.last_seq,
+    l.created_at,
+    l.id            AS lane_id
+FROM acta_lanes l
+JOIN acta_namespaces n    ON n.id = l.namespace_id
+LEFT JOIN acta_jobs h     ON h.id = l.head_job_id
+LEFT JOIN acta_runtime hr ON hr.job_id = l.head_job_id
+LEFT JOIN acta_codes hs   ON hs.family = 'job_status' AND hs.code = hr.status;
+
+-- view acta_meters_view
+CREATE VIEW acta_meters_view AS
+SELECT
+    m.name,
+    n.name                 AS namespace,
+    m.rate_now             AS rate,
+    m.period_now           AS period_ms,
+    m.rate                 AS declared_rate,
+    m.period_ms            AS declared_period_ms,
+    strftime('%Y-%m-%d %H:%M:%f', m.booked_until, printf('%+.3f seconds',
+        -(max(1, m.rate_now * 1000 / m.period_now) - 1)
+         * ((m.period_now + m.rate_now - 1) / m.rate_now) / 1000.0))
+                           AS next_free_at,
+    m.booked_until,
+    m.admitted_until,
+    m.version,
+    m.updated_at,
+    m.id                   AS meter_id
+FROM (SELECT x.*, COALESCE(x.rate_override, x.rate) AS rate_now,
+             COALESCE(x.period_override_ms, x.period_ms) AS period_now
+      FROM acta_meters x) m
+JOIN acta_namespaces n ON n.id = m.namespace_id;
 
 -- view acta_workers_view
 CREATE VIEW acta_workers_view AS

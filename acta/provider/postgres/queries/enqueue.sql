@@ -29,10 +29,10 @@ WHERE n.name = :namespace;
 -- A row that hits a unique key (a duplicate deduplication key, or this job already written by
 -- an earlier try whose commit outcome was unknown) inserts nothing and returns no row.
 INSERT INTO {schema}.jobs
-    (job_ref, namespace_id, definition_id, dedup_key, correlation_key, input_codec, input,
-     created_at)
-VALUES (:job_ref, :namespace_id, :definition_id, :dedup_key, :correlation_key, :input_codec,
-        :input, COALESCE(:now::timestamptz, now()))
+    (job_ref, namespace_id, definition_id, dedup_key, correlation_key, concurrency_key,
+     input_codec, input, created_at)
+VALUES (:job_ref, :namespace_id, :definition_id, :dedup_key, :correlation_key,
+        :concurrency_key, :input_codec, :input, COALESCE(:now::timestamptz, now()))
 ON CONFLICT DO NOTHING
 RETURNING id AS job_id;
 
@@ -47,13 +47,15 @@ ORDER BY job_ref = :job_ref DESC
 LIMIT 1;
 
 -- name: insert_runtime
--- next_run_at is the given instant, or now plus the delay.
+-- next_run_at is the given instant, or now plus the delay. A lane member is written blocked
+-- (status 11) at its place in the lane; promotion makes the head ready.
 INSERT INTO {schema}.runtime
-    (job_id, namespace_id, definition_id, status, priority, next_run_at, updated_at)
+    (job_id, namespace_id, definition_id, status, priority, next_run_at, updated_at, lane_id,
+     lane_seq, gated)
 VALUES (:job_id, :namespace_id, :definition_id, :status, :priority,
         COALESCE(:run_at::timestamptz,
                  COALESCE(:now::timestamptz, now()) + :delay_ms::bigint * interval '1 millisecond'),
-        COALESCE(:now::timestamptz, now()));
+        COALESCE(:now::timestamptz, now()), :lane_id, :lane_seq, :gated);
 
 -- name: insert_tag
 INSERT INTO {schema}.job_tags (job_id, tag) VALUES (:job_id, :tag);

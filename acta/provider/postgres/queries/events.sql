@@ -6,3 +6,8 @@ INSERT INTO {schema}.events
      duration_ms, message, detail)
 VALUES (COALESCE(:now::timestamptz, now()), :namespace_id, :job_id, :job_ref, :worker_id, :code,
         :execution, :epoch, :outcome, :reason, :duration_ms, :message, :detail);
+
+-- name: ring
+-- The database bell for writes that do not ring it themselves (a laned enqueue): NOTIFY is
+-- delivered on commit, so a rolled-back enqueue wakes nobody.
+SELECT pg_notify(:channel, :namespace);

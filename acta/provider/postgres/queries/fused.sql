@@ -8,7 +8,9 @@
 
 -- name: fused_claim
 -- Claim a batch in one statement, and start at once the first :start of it (in claim order)
--- whose definition is in :startable (those this worker has a handler for).
+-- whose definition is in :startable (those this worker has a handler for and that declare no
+-- gate) and that carry no gate of their own (gated: a concurrency key). A gated job stays
+-- dispatched: admission decides whether it starts.
 -- See claim for why MATERIALIZED and SKIP LOCKED. A started row goes straight to executing:
 -- its execution is counted and its execution-started event written (except for definitions
 -- listed in :quiet_definitions, whose audit level leaves it out), so a woken worker with free
@@ -16,7 +18,7 @@
 -- an executor. In the result, executions is the count before this claim and execution the
 -- number of the run that started (meaningful where started is true).
 WITH candidates AS MATERIALIZED (
-    SELECT r.job_id, r.priority, r.next_run_at, r.definition_id
+    SELECT r.job_id, r.priority, r.next_run_at, r.definition_id, r.gated
     FROM {schema}.runtime r
     WHERE r.namespace_id = :namespace_id
       AND r.status = 10
@@ -30,9 +32,10 @@ WITH candidates AS MATERIALIZED (
 -- Window functions cannot share a query level with FOR UPDATE, so the rank is taken here.
 ranked AS (
     SELECT c.job_id,
-           c.definition_id = ANY (:startable::bigint[])
-           AND row_number() OVER (PARTITION BY c.definition_id = ANY (:startable::bigint[])
-                                  ORDER BY c.priority DESC, c.next_run_at, c.job_id)
+           c.definition_id = ANY (:startable::bigint[]) AND NOT c.gated
+           AND row_number() OVER (
+                   PARTITION BY c.definition_id = ANY (:startable::bigint[]) AND NOT c.gated
+                   ORDER BY c.priority DESC, c.next_run_at, c.job_id)
                <= :start::bigint AS started
     FROM candidates c
 ),
@@ -50,7 +53,7 @@ claimed AS (
     WHERE r.job_id = c.job_id
       AND r.status = 10
     RETURNING r.job_id, r.lease_epoch, r.attempts, r.executions, r.priority, r.next_run_at,
-              r.control, r.definition_id, r.namespace_id, c.started
+              r.control, r.definition_id, r.namespace_id, c.started, r.lane_id, r.ticket_at
 ),
 logged AS (
     INSERT INTO {schema}.events (at, namespace_id, job_id, job_ref, worker_id, code, execution, epoch)
@@ -65,7 +68,8 @@ SELECT c.job_id, j.job_ref, d.name, j.definition_id, j.namespace_id, c.lease_epo
        c.attempts,
        c.executions - CASE WHEN c.started THEN 1 ELSE 0 END AS executions,
        c.executions AS execution, c.control, c.started,
-       c.priority, j.input_codec, j.input, j.correlation_key, j.created_at
+       c.priority, j.input_codec, j.input, j.correlation_key, j.created_at, c.lane_id,
+       j.concurrency_key, c.ticket_at
 FROM claimed c
 JOIN {schema}.jobs j        ON j.id = c.job_id
 JOIN {schema}.definitions d ON d.id = j.definition_id
@@ -105,7 +109,8 @@ SELECT job_id, executions, control FROM started;
 -- name: fused_settle
 -- The common settle for a batch: guard, new state, result and events in one statement. The
 -- guard also requires no pending cancel request (control = 0): those, and fenced runs, are
--- left out of the result and go through transition_guard/transition instead.
+-- left out of the result and go through transition_guard/transition instead. Rows that
+-- reach a terminal status in a lane come back with it: the verb promotes the next member.
 WITH plan AS (
     SELECT * FROM unnest(:job_ids::bigint[], :epochs::bigint[], :expects::smallint[],
                          :owners::bigint[], :statuses::smallint[], :delays::bigint[],
@@ -129,7 +134,11 @@ settled AS (
       AND r.status = p.expect
       AND r.lease_owner = p.owner
       AND r.control = 0
-    RETURNING r.job_id
+    RETURNING r.job_id, r.lane_id, r.status
+),
+-- Whatever ends a lease frees the concurrency slot it held (no rows when gates are unused).
+released AS (
+    DELETE FROM {schema}.gate_holds h WHERE h.job_id IN (SELECT job_id FROM settled)
 ),
 stored AS (
     INSERT INTO {schema}.results (job_id, codec, body, created_at)
@@ -156,27 +165,28 @@ logged AS (
     WHERE e.job_id IN (SELECT job_id FROM settled)
     ORDER BY e.ord
 )
-SELECT job_id FROM settled;
+SELECT job_id, lane_id, status FROM settled;
 
 -- name: fused_enqueue
--- A batch of new jobs in one statement: jobs, runtime rows, tags and enqueued events. A row
+-- A batch of new jobs without lanes (a laned batch takes the portable path, which books the
+-- lane positions) in one statement: jobs, runtime rows, tags and enqueued events. A row
 -- that hits a unique key (a duplicate deduplication key, or this very job already written by
 -- an earlier try whose commit outcome was unknown) inserts nothing and comes back with a NULL
 -- job_id; the verb looks those up afterwards.
 WITH input AS (
     SELECT * FROM unnest(:job_refs::text[], :definition_ids::bigint[], :dedup_keys::text[],
-                         :correlation_keys::text[], :codecs::smallint[], :inputs::bytea[],
-                         :priorities::smallint[], :run_ats::timestamptz[], :delays::bigint[],
-                         :audit::boolean[])
-        WITH ORDINALITY AS i(job_ref, definition_id, dedup_key, correlation_key, input_codec,
-                             input, priority, run_at, delay_ms, audit, ord)
+                         :correlation_keys::text[], :concurrency_keys::text[], :codecs::smallint[],
+                         :inputs::bytea[], :priorities::smallint[], :run_ats::timestamptz[],
+                         :delays::bigint[], :audit::boolean[])
+        WITH ORDINALITY AS i(job_ref, definition_id, dedup_key, correlation_key, concurrency_key,
+                             input_codec, input, priority, run_at, delay_ms, audit, ord)
 ),
 inserted AS (
     INSERT INTO {schema}.jobs
-        (job_ref, namespace_id, definition_id, dedup_key, correlation_key, input_codec, input,
-         created_at)
+        (job_ref, namespace_id, definition_id, dedup_key, correlation_key, concurrency_key,
+         input_codec, input, created_at)
     SELECT i.job_ref, :namespace_id, i.definition_id, i.dedup_key, i.correlation_key,
-           i.input_codec, i.input, COALESCE(:now::timestamptz, now())
+           i.concurrency_key, i.input_codec, i.input, COALESCE(:now::timestamptz, now())
     FROM input i
     ORDER BY i.ord
     ON CONFLICT DO NOTHING
@@ -184,11 +194,11 @@ inserted AS (
 ),
 made AS (
     INSERT INTO {schema}.runtime
-        (job_id, namespace_id, definition_id, status, priority, next_run_at, updated_at)
+        (job_id, namespace_id, definition_id, status, priority, next_run_at, updated_at, gated)
     SELECT n.id, :namespace_id, i.definition_id, 10, i.priority,
            COALESCE(i.run_at,
                     COALESCE(:now::timestamptz, now()) + i.delay_ms * interval '1 millisecond'),
-           COALESCE(:now::timestamptz, now())
+           COALESCE(:now::timestamptz, now()), i.concurrency_key IS NOT NULL
     FROM inserted n
     JOIN input i ON i.job_ref = n.job_ref
 ),

@@ -9,7 +9,7 @@
 -- FOR UPDATE locks the row until the transition commits. Without it, under READ COMMITTED a
 -- worker's settle and a recovery could both pass their guard at the same epoch and both write.
 -- With it, the second waits, then re-checks the guard against the committed row and fails.
-SELECT r.control, r.status, r.executions, r.attempts
+SELECT r.control, r.status, r.executions, r.attempts, r.lane_id
 FROM {schema}.runtime r
 WHERE r.job_id = :job_id
   AND r.lease_epoch = :epoch

@@ -33,7 +33,7 @@ RETURNING job_id, lease_epoch;
 -- name: claimed_jobs
 SELECT j.id AS job_id, j.job_ref, d.name, j.definition_id, j.namespace_id, r.lease_epoch,
        r.attempts, r.executions, r.priority, j.input_codec, j.input, j.correlation_key,
-       j.created_at
+       j.created_at, r.lane_id, j.concurrency_key, r.ticket_at
 FROM {schema}.runtime r
 JOIN {schema}.jobs j        ON j.id = r.job_id
 JOIN {schema}.definitions d ON d.id = j.definition_id
@@ -59,7 +59,8 @@ RETURNING executions, control;
 SELECT r.job_id, j.job_ref, d.name, j.definition_id, j.namespace_id, r.lease_epoch,
        r.attempts, r.executions - CASE WHEN r.status = 21 THEN 1 ELSE 0 END AS executions,
        r.executions AS execution, r.control, r.status = 21 AS started,
-       r.priority, j.input_codec, j.input, j.correlation_key, j.created_at
+       r.priority, j.input_codec, j.input, j.correlation_key, j.created_at, r.lane_id,
+       j.concurrency_key, r.ticket_at
 FROM {schema}.runtime r
 JOIN {schema}.jobs j        ON j.id = r.job_id
 JOIN {schema}.definitions d ON d.id = j.definition_id

@@ -28,10 +28,10 @@ WHERE n.name = :namespace;
 -- an earlier try whose commit outcome was unknown) inserts nothing and returns no row.
 WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
 INSERT INTO {schema}.jobs
-    (job_ref, namespace_id, definition_id, dedup_key, correlation_key, input_codec, input,
-     created_at)
-SELECT :job_ref, :namespace_id, :definition_id, :dedup_key, :correlation_key, :input_codec,
-       :input, t.now
+    (job_ref, namespace_id, definition_id, dedup_key, correlation_key, concurrency_key,
+     input_codec, input, created_at)
+SELECT :job_ref, :namespace_id, :definition_id, :dedup_key, :correlation_key,
+       :concurrency_key, :input_codec, :input, t.now
 FROM t
 WHERE true
 ON CONFLICT DO NOTHING
@@ -48,14 +48,16 @@ ORDER BY job_ref = :job_ref DESC
 LIMIT 1;
 
 -- name: insert_runtime
--- next_run_at is the given instant, or now plus the delay.
+-- next_run_at is the given instant, or now plus the delay. A lane member is written blocked
+-- (status 11) at its place in the lane; promotion makes the head ready.
 WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
 INSERT INTO {schema}.runtime
-    (job_id, namespace_id, definition_id, status, priority, next_run_at, updated_at)
+    (job_id, namespace_id, definition_id, status, priority, next_run_at, updated_at, lane_id,
+     lane_seq, gated)
 SELECT :job_id, :namespace_id, :definition_id, :status, :priority,
        COALESCE(:run_at, strftime('%Y-%m-%d %H:%M:%f', t.now,
                                   printf('%+.3f seconds', :delay_ms / 1000.0))),
-       t.now
+       t.now, :lane_id, :lane_seq, :gated
 FROM t;
 
 -- name: insert_tag

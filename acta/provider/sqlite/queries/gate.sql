@@ -1,0 +1,111 @@
+-- Gates: lane positions and promotion, concurrency slots, rate meters (acta/ledger/gate.py).
+--
+-- Locks follow the one order (job, lane, gate, meter) by construction: SQLite has a single
+-- writer (BEGIN IMMEDIATE), so each transaction below runs alone.
+
+-- name: lane_book
+-- Take :count positions at the end of a lane, creating it on first use; locks the lane row
+-- until commit, so two producers cannot interleave their members.
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+INSERT INTO {schema}.lanes AS l (namespace_id, name, last_seq, created_at)
+VALUES (:namespace_id, :lane, :count, (SELECT now FROM t))
+ON CONFLICT (namespace_id, name) DO UPDATE SET last_seq = l.last_seq + excluded.last_seq
+RETURNING id AS lane_id, last_seq;
+
+-- name: lane_lock
+SELECT head_job_id FROM {schema}.lanes WHERE id = :lane_id;
+
+-- name: lane_next
+-- The blocked member with the lowest position: the next head.
+SELECT r.job_id, j.job_ref, r.namespace_id, d.audit_level
+FROM {schema}.runtime r
+JOIN {schema}.jobs j        ON j.id = r.job_id
+JOIN {schema}.definitions d ON d.id = r.definition_id
+WHERE r.lane_id = :lane_id AND r.status = 11
+ORDER BY r.lane_seq
+LIMIT 1;
+
+-- name: promote_member
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+UPDATE {schema}.runtime
+SET status = 10, version = version + 1, updated_at = (SELECT now FROM t)
+WHERE job_id = :job_id AND status = 11;
+
+-- name: lane_set_head
+UPDATE {schema}.lanes SET head_job_id = :job_id WHERE id = :lane_id;
+
+-- name: admit_guard
+-- Admission's compare-and-set read: still dispatched to this worker at this epoch. Locks the
+-- job first (the lock order), and reads the database clock the meter is judged by.
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+SELECT r.ticket_at, r.control, (SELECT now FROM t) AS now_at
+FROM {schema}.runtime r
+WHERE r.job_id = :job_id AND r.lease_epoch = :epoch AND r.status = 20
+  AND r.lease_owner = :worker_id;
+
+-- name: gate_take
+-- Lock a concurrency gate, creating it on first use; the limit in force is the operator's
+-- override, else the limit this job declares.
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+INSERT INTO {schema}.gates (namespace_id, kind, name, slot_limit, updated_at)
+VALUES (:namespace_id, :kind, :name, :slot_limit, (SELECT now FROM t))
+ON CONFLICT (namespace_id, kind, name) DO UPDATE SET slot_limit = excluded.slot_limit
+RETURNING id AS gate_id, COALESCE(limit_override, :slot_limit) AS limit_in_force;
+
+-- name: gate_held
+SELECT count(*) AS held FROM {schema}.gate_holds WHERE gate_id = :gate_id;
+
+-- name: gate_hold
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+INSERT INTO {schema}.gate_holds (job_id, gate_id, epoch, since)
+VALUES (:job_id, :gate_id, :epoch, (SELECT now FROM t));
+
+-- name: release_hold
+-- Whatever ends a lease (settle, hand-back, recovery, cancel) frees the slot it held.
+DELETE FROM {schema}.gate_holds WHERE job_id = :job_id;
+
+-- name: meter_take
+-- Lock a rate meter, creating it on first use with the declared rate; returns the rate in
+-- force (the operator's override, else the declared one) and both horizons.
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+INSERT INTO {schema}.meters (namespace_id, name, rate, period_ms, updated_at)
+VALUES (:namespace_id, :name, :rate, :period_ms, (SELECT now FROM t))
+ON CONFLICT (namespace_id, name) DO UPDATE
+    SET rate = excluded.rate, period_ms = excluded.period_ms
+RETURNING id AS meter_id, COALESCE(rate_override, rate) AS rate,
+          COALESCE(period_override_ms, period_ms) AS period_ms,
+          -- Named *_at so every provider reads them back as instants.
+          booked_until AS booked_at, admitted_until AS admitted_at;
+
+-- name: meter_set
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+UPDATE {schema}.meters
+SET booked_until = :booked_until, admitted_until = :admitted_until,
+    updated_at = (SELECT now FROM t)
+WHERE id = :meter_id;
+
+-- name: admit_start
+-- Admitted: dispatched -> executing, the meter turn spent.
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+UPDATE {schema}.runtime
+SET status     = 21,
+    executions = executions + 1,
+    ticket_at  = NULL,
+    version    = version + 1,
+    updated_at = (SELECT now FROM t)
+WHERE job_id = :job_id AND lease_epoch = :epoch AND status = 20
+RETURNING executions, control;
+
+-- name: bounce
+-- Turned away by a gate: back to ready at :until, lease released, no attempt spent. A rate
+-- gate's turn is kept in ticket_at so the job comes back for it instead of racing again.
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+UPDATE {schema}.runtime
+SET status           = 10,
+    next_run_at      = :until,
+    ticket_at        = :ticket,
+    lease_owner      = NULL,
+    lease_expires_at = NULL,
+    version          = version + 1,
+    updated_at       = (SELECT now FROM t)
+WHERE job_id = :job_id AND lease_epoch = :epoch AND status = 20;
