@@ -21,7 +21,7 @@ from acta.ledger.facade import Ledger
 from acta.model.codes import JobStatus
 from acta.model.rows import EventInfo, JobInfo, WorkerInfo
 from acta.names import validate_job_name
-from acta.provider.verb import Verb
+from acta.overrides import Overrides
 from acta.registry import Registry
 from acta.shape import from_data
 
@@ -29,19 +29,13 @@ T = TypeVar("T")
 MAX_PAGE = 1000
 
 
-class Reader:
+class Reader(Overrides):
     """Reads and operator controls over the ledger ``ledger()`` returns."""
 
     def __init__(self, ledger: Callable[[], Ledger], registry: Registry, namespace: str) -> None:
         self._read_ledger = ledger
         self._registry = registry
         self.namespace = namespace
-
-    def _run(self, make: Callable[[], Verb[T]]) -> T:
-        return self._read_ledger().run(make, name="read")
-
-    async def _run_async(self, make: Callable[[], Verb[T]]) -> T:
-        return await self._read_ledger().run_async(make, name="read")
 
     # -- jobs -----------------------------------------------------------------------------
 

@@ -48,3 +48,13 @@ def test_rate(acta_app: Acta, acta_host: Host) -> None:
     results = [acta_host.tick() for _ in range(4)]
     assert results == ["completed", "completed", "bounced", "bounced"]
     acta_host.run_until_idle()
+
+
+def test_override(acta_app: Acta, acta_host: Host) -> None:
+    v = acta_app.set_concurrency_limit(key="acme", limit=2, expected_version=0)
+    assert v == 1
+    (g,) = acta_app.gates()
+    assert (g.name, g.limit, g.version) == ("acme", 2, 1)
+    v = acta_app.set_rate_limit("mailer", "5/s", expected_version=0)
+    (m,) = acta_app.meters()
+    assert (m.rate, m.version) == ("5/s", 1)

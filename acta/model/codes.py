@@ -58,6 +58,7 @@ class EventCode(Coded):
     ADMITTED = 15, "The job passed its concurrency and rate gates and may start."
     BOUNCED = 16, "A gate turned the job away for now; it comes back at next_run_at."
     PROMOTED = 17, "The job became the head of its lane and may be claimed."
+    GATE_CHANGED = 18, "An operator changed a concurrency limit or a rate."
     SUCCEEDED = 20, "The job reached succeeded."
     FAILED = 21, "The job reached failed."
     CANCELLED = 22, "The job reached cancelled."

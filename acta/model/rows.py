@@ -259,3 +259,35 @@ class WorkerInfo:
     started_at: datetime
     heartbeat_at: datetime
     stopped_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class GateInfo:
+    """A concurrency gate as the read API returns it."""
+
+    kind: str
+    """``"key"`` (named by a concurrency_key) or ``"job"`` (a definition's limit)."""
+    name: str
+    limit: int
+    """The limit in force: the operator's override if set, else the declared one."""
+    declared_limit: int
+    override: int | None
+    held: int
+    holders: tuple[str, ...]
+    """The refs of the jobs holding a slot now."""
+    version: int
+    """Pass it as ``expected_version`` to change the limit."""
+
+
+@dataclass(frozen=True, slots=True)
+class MeterInfo:
+    """A rate meter as the read API returns it."""
+
+    name: str
+    rate: str
+    """The rate in force (``"10/s"``): the operator's override if set, else the declared one."""
+    declared_rate: str
+    overridden: bool
+    next_free_at: datetime | None
+    """The earliest instant a new arrival gets a turn (in the past when it has room now)."""
+    version: int

@@ -80,8 +80,8 @@ class Rate:
         return max(1, int(per_second))
 
     def __str__(self) -> str:
-        unit = {v: k for k, v in _PERIODS.items()}[self.period]
-        return f"{self.count}/{unit}"
+        unit = {v: k for k, v in _PERIODS.items()}.get(self.period)
+        return f"{self.count}/{unit}" if unit else f"{self.count}/{self.period_ms}ms"
 
 
 def validate_concurrency_limit(value: object, field: str = "concurrency_limit") -> int:

@@ -40,7 +40,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("definitions", ("acta.definition", "acta.registry")),
     ("provider", ("acta.provider", "acta.provider.")),
     ("ledger", ("acta.ledger", "acta.ledger.")),
-    ("producer and reader", ("acta.producer", "acta.reader")),
+    ("producer and reader", ("acta.producer", "acta.reader", "acta.overrides")),
     ("runtime", ("acta.runtime", "acta.runtime.")),
     ("application", ("acta.app", "acta")),
     ("outside", ("acta.cli", "acta.cli.", "acta_testing", "acta_testing.")),

@@ -195,5 +195,6 @@ INSERT INTO {schema}.codes (family, code, name, description) VALUES
     ('event', 15, 'admitted', 'The job passed its concurrency and rate gates and may start.'),
     ('event', 16, 'bounced', 'A gate turned the job away for now; it comes back at next_run_at.'),
     ('event', 17, 'promoted', 'The job became the head of its lane and may be claimed.'),
+    ('event', 18, 'gate-changed', 'An operator changed a concurrency limit or a rate.'),
     ('gate_kind', 1, 'key', 'Named by the concurrency_key of an enqueue.'),
     ('gate_kind', 2, 'job', 'Named by a definition with a concurrency_limit.');

@@ -104,3 +104,55 @@ SET status           = 10,
     version          = version + 1,
     updated_at       = COALESCE(:now::timestamptz, now())
 WHERE job_id = :job_id AND lease_epoch = :epoch AND status = 20;
+
+-- Operator overrides (acta/ledger/override.py): a compare-and-set on the row's version, so two
+-- operators changing one limit cannot silently overwrite each other. A gate or meter nobody
+-- has used yet is created by the override, at version 1, declaring what it sets.
+
+-- name: gate_override
+UPDATE {schema}.gates
+SET limit_override = :limit, version = version + 1, updated_at = COALESCE(:now::timestamptz, now())
+WHERE namespace_id = :namespace_id AND kind = :kind AND name = :name AND version = :expected
+RETURNING version, slot_limit;
+
+-- name: gate_create
+INSERT INTO {schema}.gates (namespace_id, kind, name, slot_limit, limit_override, version,
+                          updated_at)
+VALUES (:namespace_id, :kind, :name, COALESCE(:limit, 1), :limit, 1, COALESCE(:now::timestamptz, now()))
+ON CONFLICT (namespace_id, kind, name) DO NOTHING
+RETURNING version, slot_limit;
+
+-- name: gate_version
+SELECT version FROM {schema}.gates
+WHERE namespace_id = :namespace_id AND kind = :kind AND name = :name;
+
+-- name: meter_override
+UPDATE {schema}.meters
+SET rate_override = :rate, period_override_ms = :period_ms, version = version + 1,
+    updated_at = COALESCE(:now::timestamptz, now())
+WHERE namespace_id = :namespace_id AND name = :name AND version = :expected
+RETURNING version, rate, period_ms;
+
+-- name: meter_create
+INSERT INTO {schema}.meters (namespace_id, name, rate, period_ms, rate_override,
+                           period_override_ms, version, updated_at)
+VALUES (:namespace_id, :name, :rate, :period_ms, :rate, :period_ms, 1, COALESCE(:now::timestamptz, now()))
+ON CONFLICT (namespace_id, name) DO NOTHING
+RETURNING version, rate, period_ms;
+
+-- name: meter_version
+SELECT version FROM {schema}.meters WHERE namespace_id = :namespace_id AND name = :name;
+
+-- name: gates_of_namespace
+SELECT v.kind, v.name, v.limit_in_force, v.declared_limit, v.limit_override, v.held, v.holders,
+       v.version, v.updated_at
+FROM {schema}.gates_view v
+WHERE v.namespace = :namespace
+ORDER BY v.kind, v.name;
+
+-- name: meters_of_namespace
+SELECT v.name, v.rate, v.period_ms, v.declared_rate, v.declared_period_ms, v.next_free_at,
+       v.version, v.updated_at
+FROM {schema}.meters_view v
+WHERE v.namespace = :namespace
+ORDER BY v.name;
