@@ -36,6 +36,9 @@ def _job(row: dict[str, Any]) -> JobInfo:
         input_codec=row["input_codec"],
         input=None if row["input"] is None else bytes(row["input"]),
         cancel_requested=row["control"] == Control.CANCEL,
+        lane=row["lane"],
+        lane_seq=row["lane_seq"],
+        concurrency_key=row["concurrency_key"],
     )
 
 

@@ -20,8 +20,6 @@ from acta.model.rows import EventRecord, LapsedLease, RecoveryReport, Transition
 from acta.policy.recovery import recovery_transition
 from acta.provider.verb import Verb, execute, execute_many, fetch_all, fetch_one
 
-_LEASED = (int(JobStatus.DISPATCHED), int(JobStatus.EXECUTING))
-
 RECOVERY_BATCH = 50
 """Leases one recovery transaction takes back: a fault loses one small batch, not the pass."""
 
@@ -95,7 +93,7 @@ def apply_transition(plan: Transition, now: datetime | None) -> Verb[JobStatus |
         )
     if plan.events:
         yield execute_many("insert_event", [_event(plan, e, now) for e in plan.events])
-    if guard["status"] in _LEASED:
+    if guard["held"]:
         yield execute("release_hold", {"job_id": plan.job_id})  # the lease ends: so does its slot
     if guard["lane_id"] is not None and plan.status.terminal:
         yield from promote(guard["lane_id"], plan.job_id, now)

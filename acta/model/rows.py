@@ -225,6 +225,10 @@ class JobInfo:
     input_codec: int
     input: bytes | None = field(default=None, repr=False)
     cancel_requested: bool = False
+    lane: str | None = None
+    lane_seq: int | None = None
+    """The job's place in its lane (positions grow in enqueue commit order)."""
+    concurrency_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

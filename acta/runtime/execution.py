@@ -66,6 +66,7 @@ async def execute(env: RunEnv, run: Run) -> RunEnd:
         if gates.any:
             admitted = await _kept(env, run, lambda: env.admit(job, gates, policy.audit), "admit")
             if isinstance(admitted, Bounced):
+                run.back_at = admitted.until
                 return RunEnd.BOUNCED  # no attempt spent; the executor goes back to the pool
             kept: Started | RunEnd | None = admitted
         else:

@@ -63,6 +63,8 @@ class Run:
     grace_from: datetime | None = None
     """When the stopped handler's cancel grace began (one grace per stop, however many
     places wait on it)."""
+    back_at: datetime | None = None
+    """When a job a gate turned away is due again (the worker looks for it then)."""
 
     def stop(self, reason: Stop) -> None:
         if self.stop_reason is None:

@@ -12,6 +12,7 @@ registers anew.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 import random
 import signal
@@ -76,6 +77,8 @@ class Worker:
         self.namespace = deployment.namespace
         self.identity = Identity()
         self.runs: dict[int, Run] = {}
+        self._comebacks: list[datetime] = []
+        """Instants jobs this worker bounced are due again (a heap; past ones are dropped)."""
         self.tasks: set[asyncio.Task[RunEnd]] = set()
         self.bells: list[Bell] = []
         self.paused = False
@@ -241,6 +244,8 @@ class Worker:
         finally:
             self.slots.give_back(run)
             self.runs.pop(run.job.job_id, None)
+            if run.back_at is not None:
+                heapq.heappush(self._comebacks, run.back_at)
 
     async def run_one(self) -> tuple[RunEnd | None, str | None]:
         """Claim at most one job and run it to its settlement; returns how it ended and the
@@ -270,7 +275,14 @@ class Worker:
         for run in sorted(runs, key=lambda r: r.started is None):
             self._spawn(run)
         # A full batch suggests more is waiting: look again at once.
-        return now if len(runs) == free else now + self.poll
+        if len(runs) == free:
+            return now
+        # A job a gate turned away is due again at a known instant: look for it then rather
+        # than at the next poll (another worker may take it: that is fine, it is looked for).
+        comebacks = self._comebacks
+        while comebacks and comebacks[0] <= now:
+            heapq.heappop(comebacks)
+        return min(now + self.poll, comebacks[0]) if comebacks else now + self.poll
 
     def _run_done(self, task: asyncio.Task[RunEnd]) -> None:
         self.tasks.discard(task)

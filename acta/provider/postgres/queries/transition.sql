@@ -9,7 +9,8 @@
 -- FOR UPDATE locks the row until the transition commits. Without it, under READ COMMITTED a
 -- worker's settle and a recovery could both pass their guard at the same epoch and both write.
 -- With it, the second waits, then re-checks the guard against the committed row and fails.
-SELECT r.control, r.status, r.executions, r.attempts, r.lane_id
+SELECT r.control, r.status, r.executions, r.attempts, r.lane_id,
+       EXISTS (SELECT 1 FROM {schema}.gate_holds h WHERE h.job_id = r.job_id) AS held
 FROM {schema}.runtime r
 WHERE r.job_id = :job_id
   AND r.lease_epoch = :epoch

@@ -6,6 +6,8 @@ SELECT j.id AS job_id, j.job_ref, n.name AS namespace, d.name, r.status, r.prior
        r.attempts, d.max_attempts, r.executions, r.next_run_at, r.lease_epoch, r.lease_owner,
        r.lease_expires_at, r.control, j.dedup_key, j.correlation_key, j.created_at,
        r.updated_at, j.input_codec, j.input, j.namespace_id,
+       (SELECT l.name FROM {schema}.lanes l WHERE l.id = r.lane_id) AS lane, r.lane_seq,
+       j.concurrency_key,
        (SELECT group_concat(t.tag, char(31)) FROM {schema}.job_tags t WHERE t.job_id = j.id)
            AS tags
 FROM {schema}.jobs j
@@ -21,6 +23,8 @@ SELECT j.id AS job_id, j.job_ref, n.name AS namespace, d.name, r.status, r.prior
        r.attempts, d.max_attempts, r.executions, r.next_run_at, r.lease_epoch, r.lease_owner,
        r.lease_expires_at, r.control, j.dedup_key, j.correlation_key, j.created_at,
        r.updated_at, j.input_codec, NULL AS input, j.namespace_id,
+       (SELECT l.name FROM {schema}.lanes l WHERE l.id = r.lane_id) AS lane, r.lane_seq,
+       j.concurrency_key,
        (SELECT group_concat(t.tag, char(31)) FROM {schema}.job_tags t WHERE t.job_id = j.id)
            AS tags
 FROM {schema}.jobs j

@@ -5,7 +5,8 @@
 -- The compare-and-set read: the row must still be at this epoch, in an expected status and,
 -- for worker writes, leased by this worker; for recovery, the lease must have lapsed.
 WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
-SELECT r.control, r.status, r.executions, r.attempts, r.lane_id
+SELECT r.control, r.status, r.executions, r.attempts, r.lane_id,
+       EXISTS (SELECT 1 FROM {schema}.gate_holds h WHERE h.job_id = r.job_id) AS held
 FROM {schema}.runtime r
 WHERE r.job_id = :job_id
   AND r.lease_epoch = :epoch
