@@ -4,8 +4,9 @@ On each provider it measures (a) enqueue throughput, single and batch; (b) drain
 a backlog with zero-work handlers, for 1 and 2 worker processes and 1, 4 and 16 executors;
 (c) pickup latency from enqueue to handler start into an idle worker (PostgreSQL: with
 LISTEN/NOTIFY and with the listener off; SQLite: by poll from another process, and with the
-in-process bell). Each measurement is a warm-up run and three measured runs on fresh ledgers;
-the JSON and markdown results go to ``docs/benchmarks/<date>-<machine>.{json,md}``.
+in-process bell); (d) the gates: lanes, a hot concurrency key, a rate meter (``anvil.gates``).
+Each measurement is a warm-up run and three measured runs on fresh ledgers; the JSON and
+markdown results go to ``docs/benchmarks/<date>-<machine>.{json,md}``.
 
 ``--quick`` runs the same pieces with small sizes and a single run each, as a check that the
 harness works; its files get a ``-quick`` suffix and its numbers are not for the record.
@@ -27,13 +28,13 @@ from typing import Any
 
 import psycopg
 
-from anvil import measure, pickup, report
+from anvil import gates, measure, pickup, report
 from anvil.bench_app import DEFAULT_PROFILE
 from anvil.measure import Measurement, loadavg, repeat
 from anvil.workload import Target, clock
 
 DEFAULT_DSN = "postgresql://postgres@127.0.0.1:5432/test"
-PARTS = ("enqueue", "drain", "pickup")
+PARTS = ("enqueue", "drain", "pickup", "gates")
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,10 @@ def run_provider(
                     record(drain_measurement(target, plan, processes, executors, profile))
     if "pickup" in parts:
         for m in pickup_measurements(target, plan):
+            record(m)
+    if "gates" in parts:
+        sizes = gates.QUICK_GATES if plan is QUICK else gates.GatePlan()
+        for m in gates.measurements(target, sizes, plan.warmups, plan.runs):
             record(m)
     return done
 

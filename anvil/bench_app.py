@@ -1,7 +1,9 @@
 """The application the benchmarks run: two zero-work async jobs, and a worker entry point.
 
 ``bench.noop`` does nothing; it measures the cost of the machinery around a handler.
-``bench.pickup`` reports the instant its handler starts (wall time, from ``SystemClock``) so the
+``bench.metered`` is a zero-work job behind a 50/s rate meter (the gate benchmarks also run
+``bench.noop`` in lanes and under one concurrency key). ``bench.pickup`` reports the instant its
+handler starts (wall time, from ``SystemClock``) so the
 bench can compute enqueue-to-start latency across processes on one machine.
 
 Worker processes run ``python -m anvil.bench_app``, configured by environment variables
@@ -23,6 +25,8 @@ from acta.clock import SystemClock
 
 NOOP = "bench.noop"
 PICKUP = "bench.pickup"
+METERED = "bench.metered"
+METER_RATE = "50/s"
 PICKUP_MARK = "acta-bench-pickup"
 READY_MARK = "registered in namespace"
 DEFAULT_PROFILE = "buffered"  # the worker's execution profile (acta's default)
@@ -48,6 +52,10 @@ def build(database: str, schema: str, report: Report = print_report) -> Acta:
     @app.job(PICKUP)
     async def pickup(n: int) -> None:
         report(n, _clock.now().timestamp())
+
+    @app.job(METERED, rate_limit=METER_RATE)
+    async def metered(n: int) -> None:
+        return None
 
     return app
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from acta.errors import ValidationError
 from acta.ledger.events import event_params
-from acta.ledger.lane import book_lane, promote
+from acta.ledger.lane import book_lane, promote_lanes
 from acta.model.codes import EventCode, JobStatus, audited
 from acta.model.rows import DefinitionSpec, Enqueued, NewJob
 from acta.provider.verb import Verb, execute, execute_many, fetch_all, fetch_one
@@ -75,7 +75,7 @@ def enqueue(
     if fused and not any(job.lane is not None for job in jobs):
         written = yield from _fused(namespace, namespace_id, definition_ids, jobs, now, channel)
     else:
-        written = yield from _portable(namespace_id, definition_ids, jobs, now)
+        written = yield from _portable(namespace_id, definition_ids, jobs, now, fused)
         due_now = any(j.run_at is None and j.delay_ms == 0 for j in jobs)
         if channel is not None and due_now and any(w.created for w in written):
             yield fetch_all("ring", {"channel": channel, "namespace": namespace})
@@ -117,6 +117,7 @@ def _portable(
     definition_ids: Mapping[str, int],
     jobs: Sequence[NewJob],
     now: datetime | None,
+    fused: bool = False,
 ) -> Verb[list[Enqueued]]:
     out: list[Enqueued] = []
     events: list[dict[str, object]] = []
@@ -172,8 +173,7 @@ def _portable(
     if events:
         yield execute_many("insert_event", events)
     # Members were written blocked; a lane that had nobody unfinished gets its head now.
-    for lane_id in sorted({lane_id for lane_id, _ in places.values()}):
-        yield from promote(lane_id, None, now)
+    yield from promote_lanes([(lane_id, None) for lane_id, _ in places.values()], now, fused)
     return out
 
 

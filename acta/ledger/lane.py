@@ -13,7 +13,7 @@ from datetime import datetime
 
 from acta.ledger.events import event_params
 from acta.model.codes import AuditLevel, EventCode, audited
-from acta.provider.verb import Verb, execute, fetch_one
+from acta.provider.verb import Verb, execute, fetch_all, fetch_one
 
 
 def book_lane(
@@ -55,7 +55,25 @@ def promote(lane_id: int, finished_job_id: int | None, now: datetime | None) -> 
     return job_id
 
 
-def promote_lanes(lanes: Iterable[tuple[int, int]], now: datetime | None) -> Verb[None]:
-    """After a batch of settles: promote behind each (lane id, job id) that ended its run."""
-    for lane_id, job_id in sorted(lanes):
-        yield from promote(lane_id, job_id, now)
+def promote_lanes(
+    lanes: Iterable[tuple[int, int | None]], now: datetime | None, fused: bool = False
+) -> Verb[None]:
+    """Promote behind each (lane id, job id) whose run just ended for good; a None job id
+    promotes only where the lane has no head (after an enqueue). Fused (server dialects), the
+    whole batch takes two statements: lock the lanes, then promote; otherwise lane by lane."""
+    ordered = sorted(set(lanes), key=lambda pair: (pair[0], pair[1] or 0))
+    if not ordered:
+        return
+    if not fused:
+        for lane_id, job_id in ordered:
+            yield from promote(lane_id, job_id, now)
+        return
+    yield fetch_all("lanes_lock", {"lane_ids": sorted({lane for lane, _ in ordered})})
+    yield fetch_all(
+        "fused_promote",
+        {
+            "now": now,
+            "lane_ids": [lane for lane, _ in ordered],
+            "job_ids": [job for _, job in ordered],
+        },
+    )

@@ -201,7 +201,7 @@ def apply_transitions(
             if row["lane_id"] is not None and JobStatus(row["status"]).terminal
         ]
         if ended:
-            yield from promote_lanes(ended, now)
+            yield from promote_lanes(ended, now, fused)
     out: list[JobStatus | None] = []
     for plan in plans:
         if plan.job_id in done and plan.owner is not None and not plan.lapsed:

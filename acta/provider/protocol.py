@@ -33,6 +33,8 @@ SERVER_STATEMENTS = frozenset(
         "fused_settle",
         "fused_enqueue",
         "jobs_by_ref_or_dedup",
+        "lanes_lock",
+        "fused_promote",
     }
 )
 

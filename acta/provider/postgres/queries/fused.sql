@@ -234,3 +234,57 @@ SELECT id AS job_id, job_ref, dedup_key
 FROM {schema}.jobs
 WHERE job_ref = ANY (:job_refs::text[])
    OR (namespace_id = :namespace_id AND dedup_key = ANY (:dedup_keys::text[]));
+
+-- name: lanes_lock
+-- Lock the lanes of a batch in id order (so two batches sharing lanes cannot deadlock), by a
+-- statement of its own: fused_promote, which runs next, then reads under a snapshot taken
+-- after every enqueue that held one of these locks has committed its members.
+SELECT l.id FROM {schema}.lanes l WHERE l.id = ANY (:lane_ids::bigint[]) ORDER BY l.id
+FOR UPDATE;
+
+-- name: fused_promote
+-- For each (lane, job) whose run just ended for good (or, with a NULL job, a lane that may have
+-- no head): if that job was the lane's head, or the lane has none, its blocked member with the
+-- lowest position becomes ready and the head, with its promoted event (definitions auditing
+-- in full); a lane with nobody left gets no head. The lanes must be locked (lanes_lock).
+WITH ended AS (
+    SELECT * FROM unnest(:lane_ids::bigint[], :job_ids::bigint[]) AS e(lane_id, job_id)
+),
+vacant AS (
+    SELECT DISTINCT l.id
+    FROM {schema}.lanes l
+    JOIN ended e ON e.lane_id = l.id
+    WHERE l.head_job_id IS NULL OR l.head_job_id = e.job_id
+),
+next AS (
+    SELECT v.id AS lane_id, m.job_id
+    FROM vacant v
+    LEFT JOIN LATERAL (
+        SELECT r.job_id FROM {schema}.runtime r
+        WHERE r.lane_id = v.id AND r.status = 11
+        ORDER BY r.lane_seq
+        LIMIT 1
+    ) m ON true
+),
+promoted AS (
+    UPDATE {schema}.runtime r
+    SET status = 10, version = r.version + 1, updated_at = COALESCE(:now::timestamptz, now())
+    FROM next n
+    WHERE r.job_id = n.job_id AND r.status = 11
+    RETURNING r.job_id, r.namespace_id, r.definition_id
+),
+heads AS (
+    UPDATE {schema}.lanes l
+    SET head_job_id = n.job_id
+    FROM next n
+    WHERE l.id = n.lane_id
+),
+logged AS (
+    INSERT INTO {schema}.events (at, namespace_id, job_id, job_ref, code)
+    SELECT COALESCE(:now::timestamptz, now()), p.namespace_id, p.job_id, j.job_ref, 17
+    FROM promoted p
+    JOIN {schema}.jobs j        ON j.id = p.job_id
+    JOIN {schema}.definitions d ON d.id = p.definition_id
+    WHERE d.audit_level = 2
+)
+SELECT job_id FROM promoted;
