@@ -7,6 +7,7 @@ nothing; a batch that repeats a key is refused whole, before any statement.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -181,14 +182,22 @@ def _book_lanes(
     namespace_id: int, jobs: Sequence[NewJob], now: datetime | None
 ) -> Verb[dict[int, tuple[int, int]]]:
     """Book each lane member's place, in batch order; answers {index in batch: (lane id,
-    position)}. Lanes are locked in name order, so two batches sharing lanes cannot deadlock;
-    the lock is held to commit, so members of concurrent producers never interleave."""
+    position)}. The lock on each lane is held to commit, so members of concurrent producers
+    never interleave. Existing lanes are locked in id order, the order settles use, then new
+    ones by name, so a batch touching several lanes cannot deadlock with them."""
     members: dict[str, list[int]] = {}
     for index, job in enumerate(jobs):
         if job.lane is not None:
             members.setdefault(job.lane, []).append(index)
+    order = sorted(members)
+    if len(order) > 1:
+        rows = yield fetch_all(
+            "lane_ids", {"namespace_id": namespace_id, "names": json.dumps(order)}
+        )
+        known = {row["name"]: row["lane_id"] for row in rows}
+        order.sort(key=lambda lane: (lane not in known, known.get(lane, 0), lane))
     places: dict[int, tuple[int, int]] = {}
-    for lane in sorted(members):
+    for lane in order:
         indexes = members[lane]
         lane_id, first = yield from book_lane(namespace_id, lane, len(indexes), now)
         places.update({index: (lane_id, first + n) for n, index in enumerate(indexes)})

@@ -156,3 +156,11 @@ SELECT v.name, v.rate, v.period_ms, v.declared_rate, v.declared_period_ms, v.nex
 FROM {schema}.meters_view v
 WHERE v.namespace = :namespace
 ORDER BY v.name;
+
+-- name: lane_ids
+-- The ids of existing lanes among :names (a JSON array), so that an enqueue touching several
+-- lanes books them in id order, the order every other locker of lanes uses.
+SELECT l.id AS lane_id, l.name
+FROM {schema}.lanes l
+WHERE l.namespace_id = :namespace_id
+  AND l.name IN (SELECT x.name FROM jsonb_array_elements_text(:names::jsonb) AS x(name));
