@@ -10,7 +10,9 @@ The meter is a GCRA (a token bucket kept as instants rather than counts) run twi
 instant and comes back for it instead of racing again; the *admission* horizon is kept over
 the instants starts really happened, so turns that come back late (a busy fleet, a paused
 test clock) are still spread out: starts in any window of t seconds never exceed
-burst + rate x t, which is the envelope the certification checks.
+burst + rate x t, which is the envelope the certification checks. A late turn that finds no
+room books a new turn of its own behind both horizons, so a crowd of late turns is served one
+per interval, each job coming back once, instead of all racing for the same instant.
 """
 
 from __future__ import annotations
@@ -172,21 +174,22 @@ def meter_decision(
 ) -> MeterDecision:
     """Decide one arrival at ``now``. ``ticket`` is the turn the job booked earlier, if any.
 
-    A job without a ticket books one: the next free instant on the booking horizon (now, if
-    the meter has room). A job holding a due ticket starts if the admission horizon has room;
-    otherwise it keeps its ticket and comes back when there is room (a late crowd of tickets
-    is spread out, never started in one burst beyond the envelope)."""
+    A job holding a due ticket starts if the admission horizon has room. A job without one,
+    or whose turn came back too late to find room (a busy fleet, a paused clock), books the
+    next free turn in line: after every turn booked so far and every start so far. So each
+    arrival waits for a turn of its own and never races the others for the same instant."""
     step = rate.interval
     tolerance = step * (rate.burst - 1)
-    booked = state.booked_until
-    if ticket is None:
-        horizon = now if booked is None else max(booked, now)
-        ticket = max(now, horizon - tolerance)
-        booked = horizon + step
-    if ticket > now:
-        return MeterDecision(False, MeterState(booked, state.admitted_until), ticket, ticket)
-    admitted = now if state.admitted_until is None else max(state.admitted_until, now)
-    if admitted - now <= tolerance:
-        return MeterDecision(True, MeterState(booked, admitted + step))
-    until = admitted - tolerance
-    return MeterDecision(False, MeterState(booked, state.admitted_until), until, ticket)
+    booked, admitted = state.booked_until, state.admitted_until
+    if ticket is not None and ticket > now:
+        return MeterDecision(False, state, ticket, ticket)  # early for its turn: not yet
+    start = now if admitted is None else max(admitted, now)
+    if ticket is not None and start - now <= tolerance:
+        return MeterDecision(True, MeterState(booked, start + step))
+    horizon = max(x for x in (booked, admitted, now) if x is not None)
+    turn = max(now, horizon - tolerance)
+    booked = horizon + step
+    if turn <= now:
+        # Room now: the horizon is within the tolerance, so the admission horizon is too.
+        return MeterDecision(True, MeterState(booked, start + step))
+    return MeterDecision(False, MeterState(booked, admitted), turn, turn)

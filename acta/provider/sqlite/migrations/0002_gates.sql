@@ -167,7 +167,7 @@ JOIN {schema}.namespaces n ON n.id = g.namespace_id
 JOIN {schema}.codes k      ON k.family = 'gate_kind' AND k.code = g.kind;
 
 -- Each rate meter: the rate in force and the earliest instant a new arrival gets a turn (in
--- the past when the meter has room now). The burst and spacing follow acta/policy/gate.py:
+-- the past when the meter has room now): one burst's tolerance before the later horizon. The burst and spacing follow acta/policy/gate.py:
 -- one second's worth at once (at least one), then one start per period / rate, in whole ms.
 CREATE VIEW {schema}.meters_view AS
 SELECT
@@ -177,9 +177,10 @@ SELECT
     m.period_now           AS period_ms,
     m.rate                 AS declared_rate,
     m.period_ms            AS declared_period_ms,
-    strftime('%Y-%m-%d %H:%M:%f', m.booked_until, printf('%+.3f seconds',
-        -(max(1, m.rate_now * 1000 / m.period_now) - 1)
-         * ((m.period_now + m.rate_now - 1) / m.rate_now) / 1000.0))
+    strftime('%Y-%m-%d %H:%M:%f',
+             max(m.booked_until, coalesce(m.admitted_until, m.booked_until)),
+             printf('%+.3f seconds', -(max(1, m.rate_now * 1000 / m.period_now) - 1)
+                                     * ((m.period_now + m.rate_now - 1) / m.rate_now) / 1000.0))
                            AS next_free_at,
     m.booked_until,
     m.admitted_until,
