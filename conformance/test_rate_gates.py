@@ -12,8 +12,6 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-import pytest
-
 from acta import Acta, EventCode, JobRef, JobStatus
 from acta_testing import Host
 
@@ -92,13 +90,6 @@ def test_late_turns_after_one_big_jump_are_still_spread(acta_app: Acta, acta_hos
     assert len(late) == 50 and late.count(late[0]) == 10  # a burst again, then spaced
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: a due ticket refused by the admission horizon is re-armed to the one "
-    "instant the horizon frees (admitted_until - tolerance), the same instant for every late "
-    "job, so a late backlog re-races: each free turn is claimed by all of them and n late "
-    "jobs cost O(n^2) claims and bounce events (meter_decision, acta/policy/gate.py)",
-)
 def test_a_late_backlog_comes_back_in_turn_order_without_re_racing(
     acta_app: Acta, acta_host: Host, ledger: Ledger
 ) -> None:

@@ -30,7 +30,9 @@ def set_limit(
     now: datetime | None,
 ) -> Verb[int]:
     """Set (or with None clear) the limit of a concurrency gate; returns its new version."""
-    namespace_id = yield from _namespace_id(namespace, now)
+    namespace_id = yield from _namespace_id(namespace, now, create=limit is not None)
+    if namespace_id is None:
+        return _nothing_to_clear(expected_version, f"{kind.label} gate {name!r}")
     key = {"namespace_id": namespace_id, "kind": int(kind), "name": name}
     row = yield fetch_one(
         "gate_override", {**key, "now": now, "limit": limit, "expected": expected_version}
@@ -60,7 +62,9 @@ def set_rate(
     namespace: str, meter: str, rate: Rate | None, expected_version: int, now: datetime | None
 ) -> Verb[int]:
     """Set (or with None clear) the rate of a meter; returns its new version."""
-    namespace_id = yield from _namespace_id(namespace, now)
+    namespace_id = yield from _namespace_id(namespace, now, create=rate is not None)
+    if namespace_id is None:
+        return _nothing_to_clear(expected_version, f"meter {meter!r}")
     key = {"namespace_id": namespace_id, "name": meter}
     values = {
         "rate": None if rate is None else rate.count,
@@ -126,9 +130,20 @@ def meters(namespace: str) -> Verb[list[MeterInfo]]:
     return out
 
 
-def _namespace_id(namespace: str, now: datetime | None) -> Verb[int]:
+def _namespace_id(namespace: str, now: datetime | None, create: bool) -> Verb[int | None]:
+    """The namespace's id; made if missing when ``create`` (clearing on a ledger that never
+    saw the namespace writes nothing at all)."""
+    if not create:
+        row = yield fetch_one("namespace_id", {"namespace": namespace})
+        return None if row is None else int(row["namespace_id"])
     namespace_id, _ = yield from ensure_definitions(namespace, (), now, "ensure_definition")
     return namespace_id
+
+
+def _nothing_to_clear(expected: int, what: str) -> int:
+    if expected != 0:
+        raise _conflict(what, expected, None)
+    return 0
 
 
 def _event(
