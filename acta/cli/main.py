@@ -39,7 +39,7 @@ from collections.abc import Sequence
 
 from acta import __version__
 from acta.app import Acta
-from acta.cli import demo, jobs, schema, serve
+from acta.cli import demo, gates, jobs, schema, serve
 from acta.cli.command import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -58,10 +58,11 @@ EPILOG = (
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``worker``, ``schema``, ``jobs`` and ``demo`` to a subcommand set."""
+    """Add ``worker``, ``schema``, ``jobs``, ``gates`` and ``demo`` to a subcommand set."""
     serve.register(commands)
     schema.register(commands)
     jobs.register(commands)
+    gates.register(commands)
     demo.register(commands)
 
 

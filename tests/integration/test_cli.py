@@ -125,8 +125,9 @@ def test_schema_apply_then_up_to_date(tmp_path: Path, capsys: pytest.CaptureFixt
     path = tmp_path / "jobs.sqlite3"
     assert main(["schema", "apply", "--database", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "applied 0001_ledger" in out
-    assert _query(path, "SELECT version FROM acta_migrations") == [(1,)]
+    assert "applied 0001_ledger\napplied 0002_gates\n" in out
+    assert "(2 applied)" in out
+    assert _query(path, "SELECT version FROM acta_migrations ORDER BY version") == [(1,), (2,)]
 
     assert main(["schema", "apply", "--database", f"sqlite:///{path}"]) == 0
     assert "is up to date" in capsys.readouterr().out
@@ -137,7 +138,10 @@ def test_schema_apply_with_another_schema_name(
 ) -> None:
     path = tmp_path / "jobs.sqlite3"
     assert main(["schema", "apply", "--database", str(path), "--schema", "ops"]) == 0
-    assert _query(path, "SELECT count(*) FROM ops_migrations") == [(1,)]
+    assert _query(path, "SELECT name FROM ops_migrations ORDER BY version") == [
+        ("ledger",),
+        ("gates",),
+    ]
     assert main(["jobs", "list", "--database", str(path), "--schema", "ops"]) == 0
     assert "no jobs" in capsys.readouterr().out
 

@@ -72,7 +72,7 @@ def test_views_have_the_same_columns_on_both_providers(
     provider = SqliteProvider(tmp_path / "ledger.sqlite3")
     provider.migrate()
     provider.close()
-    views = ("jobs_view", "workers_view", "events_view")
+    views = ("jobs_view", "workers_view", "events_view", "lanes_view", "gates_view", "meters_view")
     with closing(sqlite3.connect(tmp_path / "ledger.sqlite3")) as conn:
         on_sqlite = {
             view: [r[1] for r in conn.execute(f"PRAGMA table_info({provider.qualify(view)})")]

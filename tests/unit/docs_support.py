@@ -180,12 +180,29 @@ def _scenario(app: Acta, host: Host) -> None:
     host.advance(doomed.dead_after + peer.heartbeat)
     assert host.tick(peer) == "nothing-claimed"  # recovery declares ``doomed`` dead
 
+    _gates(app, host)
     holder = host.add_worker(executors=4)
 
     @app.job("export-ledger")
     def export_ledger(ctx: JobContext) -> None:
         host.kill(holder)  # dies mid-run: its lease stays in the ledger until it lapses
 
-    export_ledger.enqueue()
+    export_ledger.enqueue(concurrency_key="ledger-export")  # the slot stays held with the lease
     assert host.tick(holder) == "killed"
     send_receipt.enqueue("ORD-9", delay="2h", priority=5)
+
+
+def _gates(app: Acta, host: Host) -> None:
+    """A lane with a head and a member behind it, a key gate with an operator's override, a
+    definition's own gate, and a meter that turned a job away (admitted, bounced, promoted)."""
+
+    @app.job("ship-order", concurrency_limit=2, rate_limit="1/s", rate_key="carrier-api")
+    def ship_order(order: str) -> None: ...
+
+    ship_order.enqueue("ORD-20", lane="customer-42", concurrency_key="acme")
+    ship_order.enqueue("ORD-21", lane="customer-42")
+    assert host.tick() == "completed"  # ORD-20 passes key 'acme' and the meter; ORD-21 promoted
+    assert host.tick() == "bounced"  # ORD-21 passes gate 'ship-order', books the next turn
+    ship_order.enqueue("ORD-22", lane="customer-42")  # blocked behind ORD-21
+    (acme,) = [g for g in app.gates() if g.name == "acme"]
+    app.set_concurrency_limit(key="acme", limit=3, expected_version=acme.version)

@@ -121,6 +121,8 @@ def test_indexes_match_sqlite(table: str, ledger: sqlite3.Connection) -> None:
 # -- PostgreSQL: read from the migration files, no server needed --------------------------------
 
 _CREATE = re.compile(r"CREATE TABLE (?:IF NOT EXISTS )?\{schema\}\.(\w+) \((.*?)\n\)", re.S)
+# A later migration adds columns to an existing table: ``ALTER TABLE {schema}.t ADD COLUMN ...``.
+_ADD_COLUMN = re.compile(r"ALTER TABLE \{schema\}\.(\w+) ADD COLUMN ([^;]*);")
 _CONSTRAINT = ("PRIMARY", "UNIQUE", "CHECK", "FOREIGN", "CONSTRAINT")
 
 
@@ -149,6 +151,9 @@ def _postgres_tables() -> dict[str, dict[str, tuple[str, str]]]:
         for name in keyed:
             columns[name] = (columns[name][0], "no")
         out.setdefault(table, columns)
+    for table, definition in _ADD_COLUMN.findall(text):
+        name, kind = definition.split()[:2]
+        out[table][name] = (kind, "no" if "NOT NULL" in definition else "yes")
     return out
 
 
@@ -162,10 +167,10 @@ def test_postgres_types_and_nulls_match_the_migration(table: str) -> None:
 
 
 def test_postgres_indexes_have_the_sqlite_names() -> None:
-    migration = POSTGRES / "migrations" / "0001_ledger.sql"
-    if not migration.exists():
+    files = sorted(POSTGRES.glob("migrations/*.sql"))
+    if not files:
         pytest.skip("no PostgreSQL migration in this checkout")
-    text = migration.read_text("utf-8")
+    text = "".join(f.read_text("utf-8") for f in files)
     found = set(re.findall(r"CREATE (?:UNIQUE )?INDEX (\w+)\s+ON \{schema\}\.\w+", text))
     documented = {name_of(r[0]) for t in INDEXES.values() for r in t.rows}
     assert found == documented
