@@ -36,6 +36,12 @@ class Overrides:
     async def _run_async(self, make: Callable[[], Verb[T]]) -> T:
         return await self._read_ledger().run_async(make, name="read")
 
+    def _change(self, make: Callable[[], Verb[T]]) -> T:
+        return self._read_ledger().run(make, name="override")
+
+    async def _change_async(self, make: Callable[[], Verb[T]]) -> T:
+        return await self._read_ledger().run_async(make, name="override")
+
     def gates(self) -> list[GateInfo]:
         """Every concurrency gate of the namespace: limit in force, holders, version."""
         ns = self.namespace
@@ -67,7 +73,8 @@ class Overrides:
         ConflictError if ``expected_version`` is not the current one (0 for a gate nobody
         has used yet)."""
         args = self._limit_args(key, job, limit, expected_version)
-        return self._run(lambda: override.set_limit(*args, self._read_ledger().now()))
+        now = self._read_ledger().now()
+        return self._change(lambda: override.set_limit(*args, now))
 
     async def set_concurrency_limit_async(
         self,
@@ -79,21 +86,21 @@ class Overrides:
     ) -> int:
         args = self._limit_args(key, job, limit, expected_version)
         now = self._read_ledger().now()
-        return await self._run_async(lambda: override.set_limit(*args, now))
+        return await self._change_async(lambda: override.set_limit(*args, now))
 
     def set_rate_limit(self, meter: str, rate: str | None, *, expected_version: int) -> int:
         """Override the rate of a meter (named by its rate_key, else by its definition), as
         ``"10/s"``; ``rate=None`` clears the override. Returns the meter's new version."""
         args = self._rate_args(meter, rate, expected_version)
         now = self._read_ledger().now()
-        return self._run(lambda: override.set_rate(*args, now))
+        return self._change(lambda: override.set_rate(*args, now))
 
     async def set_rate_limit_async(
         self, meter: str, rate: str | None, *, expected_version: int
     ) -> int:
         args = self._rate_args(meter, rate, expected_version)
         now = self._read_ledger().now()
-        return await self._run_async(lambda: override.set_rate(*args, now))
+        return await self._change_async(lambda: override.set_rate(*args, now))
 
     def _limit_args(
         self, key: str | None, job: str | None, limit: int | None, expected: int

@@ -46,6 +46,8 @@ def set_limit(
             row = yield fetch_one("gate_create", {**key, "now": now, "limit": limit})
     if row is None:
         current = yield fetch_one("gate_version", key)
+        if _already(current, expected_version, current and current["limit_override"] == limit):
+            return expected_version + 1
         raise _conflict(f"{kind.label} gate {name!r}", expected_version, current)
     shown = "cleared (declared limit back in force)" if limit is None else f"set to {limit}"
     yield from _event(
@@ -82,6 +84,12 @@ def set_rate(
             row = yield fetch_one("meter_create", {**key, **values, "now": now})
     if row is None:
         current = yield fetch_one("meter_version", key)
+        same = current is not None and (
+            current["rate_override"],
+            current["period_override_ms"],
+        ) == (values["rate"], values["period_ms"])
+        if _already(current, expected_version, same):
+            return expected_version + 1
         raise _conflict(f"meter {meter!r}", expected_version, current)
     shown = "cleared (declared rate back in force)" if rate is None else f"set to {rate}"
     yield from _event(
@@ -122,7 +130,7 @@ def meters(namespace: str) -> Verb[list[MeterInfo]]:
                 name=row["name"],
                 rate=str(rate),
                 declared_rate=str(declared),
-                overridden=rate != declared,
+                overridden=row["rate_override"] is not None,
                 next_free_at=row["next_free_at"],
                 version=row["version"],
             )
@@ -138,6 +146,13 @@ def _namespace_id(namespace: str, now: datetime | None, create: bool) -> Verb[in
         return None if row is None else int(row["namespace_id"])
     namespace_id, _ = yield from ensure_definitions(namespace, (), now, "ensure_definition")
     return namespace_id
+
+
+def _already(current: dict[str, Any] | None, expected: int, same: object) -> bool:
+    """Whether this very change is already in: one version on, holding the value asked for.
+    A change whose commit reply was lost runs again; finding its own write is success, not a
+    conflict (had another operator set the same value meanwhile, the result is the same)."""
+    return current is not None and current["version"] == expected + 1 and bool(same)
 
 
 def _nothing_to_clear(expected: int, what: str) -> int:

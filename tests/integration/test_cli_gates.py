@@ -362,12 +362,6 @@ def test_embedded_in_a_host_cli(
     assert [g["limit"] for g in listed["gates"] if g["name"] == "acme"] == [4]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: an override on a meter nobody has used yet creates it with the override as "
-    "its declared rate too (meter_create), and meters_view has no override column, so "
-    "MeterInfo.overridden reads False while the operator's rate is in force",
-)
 def test_a_rate_set_before_first_use_reads_as_overridden(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -423,12 +423,6 @@ def test_unreachable_server_fails_fast_naming_the_host() -> None:
     provider.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: an operator override whose COMMIT reply is lost is run again whole, finds "
-    "its own committed version and reports ConflictError (acta/ledger/override.py has no "
-    "in-doubt recognition, unlike settle/claim/start/registration)",
-)
 def test_an_override_whose_commit_reply_is_lost_is_not_a_conflict(
     pg_schemas: PostgresSchemas, admin: Any
 ) -> None:

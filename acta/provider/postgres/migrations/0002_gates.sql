@@ -177,6 +177,8 @@ SELECT
     m.period_now           AS period_ms,
     m.rate                 AS declared_rate,
     m.period_ms            AS declared_period_ms,
+    m.rate_override,
+    m.period_override_ms,
     GREATEST(m.booked_until, m.admitted_until)
         - (GREATEST(1, m.rate_now * 1000 / m.period_now) - 1)
           * ((m.period_now + m.rate_now - 1) / m.rate_now) * interval '1 millisecond'

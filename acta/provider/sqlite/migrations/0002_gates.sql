@@ -177,6 +177,8 @@ SELECT
     m.period_now           AS period_ms,
     m.rate                 AS declared_rate,
     m.period_ms            AS declared_period_ms,
+    m.rate_override,
+    m.period_override_ms,
     strftime('%Y-%m-%d %H:%M:%f',
              max(m.booked_until, coalesce(m.admitted_until, m.booked_until)),
              printf('%+.3f seconds', -(max(1, m.rate_now * 1000 / m.period_now) - 1)

@@ -130,7 +130,7 @@ ON CONFLICT (namespace_id, kind, name) DO NOTHING
 RETURNING version, slot_limit;
 
 -- name: gate_version
-SELECT version FROM {schema}.gates
+SELECT version, limit_override FROM {schema}.gates
 WHERE namespace_id = :namespace_id AND kind = :kind AND name = :name;
 
 -- name: meter_override
@@ -150,7 +150,7 @@ ON CONFLICT (namespace_id, name) DO NOTHING
 RETURNING version, rate, period_ms;
 
 -- name: meter_version
-SELECT version FROM {schema}.meters WHERE namespace_id = :namespace_id AND name = :name;
+SELECT version, rate_override, period_override_ms FROM {schema}.meters WHERE namespace_id = :namespace_id AND name = :name;
 
 -- name: gates_of_namespace
 SELECT v.kind, v.name, v.limit_in_force, v.declared_limit, v.limit_override, v.held, v.holders,
@@ -160,8 +160,8 @@ WHERE v.namespace = :namespace
 ORDER BY v.kind, v.name;
 
 -- name: meters_of_namespace
-SELECT v.name, v.rate, v.period_ms, v.declared_rate, v.declared_period_ms, v.next_free_at,
-       v.version, v.updated_at
+SELECT v.name, v.rate, v.period_ms, v.declared_rate, v.declared_period_ms, v.rate_override,
+       v.next_free_at, v.version, v.updated_at
 FROM {schema}.meters_view v
 WHERE v.namespace = :namespace
 ORDER BY v.name;
