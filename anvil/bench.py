@@ -58,6 +58,7 @@ class Plan:
     other_profile_drains: tuple[tuple[int, int], ...] = ((1, 16),)
     warmups: int = 1
     runs: int = 3
+    gates: gates.GatePlan = gates.FULL_GATES
 
 
 FULL = Plan()
@@ -70,6 +71,7 @@ QUICK = Plan(
     poll_samples=5,
     warmups=0,
     runs=1,
+    gates=gates.QUICK_GATES,
 )
 
 
@@ -166,8 +168,7 @@ def run_provider(
         for m in pickup_measurements(target, plan):
             record(m)
     if "gates" in parts:
-        sizes = gates.QUICK_GATES if plan is QUICK else gates.GatePlan()
-        for m in gates.measurements(target, sizes, plan.warmups, plan.runs):
+        for m in gates.measurements(target, plan.gates, plan.warmups, plan.runs):
             record(m)
     return done
 

@@ -41,6 +41,7 @@ class GatePlan:
     executors: int = 16
 
 
+FULL_GATES = GatePlan()
 QUICK_GATES = GatePlan(lane_jobs=100, lanes=100, laned_jobs=500, key_jobs=50, meter_seconds=3.0)
 
 

@@ -275,7 +275,52 @@ def _provider_section(provider: str, ms: list[Doc]) -> list[str]:
                 f"{_n(m['summary']['enqueue_call_p50_ms']['median'], 2)} |"
             )
         out.append("")
-    return out
+    return out + _gates_section(ms)
+
+
+# What each gate benchmark shows, in the order the section lists them.
+_GATES = {
+    "gate_lane_single": "one lane (strictly one at a time)",
+    "gate_lanes_round_robin": "many lanes, enqueued round-robin",
+    "gate_unlaned": "the same jobs without lanes",
+    "gate_hot_key": "one concurrency key, limit 1",
+    "gate_meter": "a 50/s rate meter",
+}
+
+
+def _gates_section(ms: list[Doc]) -> list[str]:
+    gated = {m["name"]: m for m in ms if m["name"] in _GATES}
+    if not gated:
+        return []
+    out = [
+        "### Gates (zero-work handlers; see anvil/gates.py)",
+        "",
+        "| case | jobs | rate | bounces per job |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for name, label in _GATES.items():
+        m = gated.get(name)
+        if m is None:
+            continue
+        p = m["params"]
+        shown = f"{_spread(m, m['headline'], 2 if name == 'gate_meter' else 0)} {m['unit']}"
+        jobs = _n(m["summary"]["jobs"]["median"])
+        bounces = _n(m["summary"]["bounces_per_job"]["median"], 2)
+        lanes = f", {p['lanes']:,} lanes" if "lanes" in p else ""
+        out.append(f"| {label}{lanes} | {jobs} | {shown} | {bounces} |")
+    laned, plain = gated.get("gate_lanes_round_robin"), gated.get("gate_unlaned")
+    if laned and plain:
+        ratio = laned["summary"]["jobs_per_s"]["median"] / plain["summary"]["jobs_per_s"]["median"]
+        met = "met" if ratio >= 0.8 else "not met"
+        out += ["", f"Laned throughput is {ratio:.0%} of unlaned (aim: at least 80%, {met})."]
+    meter = gated.get("gate_meter")
+    if meter:
+        rate = meter["summary"]["starts_per_s"]["median"]
+        off = abs(rate - 50) / 50
+        met = "met" if off <= 0.02 else "not met"
+        out += [f"The meter started {rate:.2f} jobs/s over the measured window, {off:.1%} from "
+                f"50/s (aim: within 2%, {met})."]  # fmt: skip
+    return [*out, ""]
 
 
 def markdown(doc: Doc, json_name: str) -> str:

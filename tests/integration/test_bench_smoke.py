@@ -12,6 +12,7 @@ from pathlib import Path
 
 from anvil import report
 from anvil.bench import Plan, run_provider
+from anvil.gates import GatePlan
 from anvil.workload import Target
 
 TINY = Plan(
@@ -30,6 +31,15 @@ TINY = Plan(
     other_profile_drains=((1, 4),),
     warmups=1,
     runs=1,
+    gates=GatePlan(
+        lane_jobs=8,
+        lanes=4,
+        laned_jobs=16,
+        key_jobs=4,
+        meter_seconds=0.2,
+        processes=1,
+        executors=4,
+    ),
 )
 
 
@@ -44,6 +54,11 @@ def test_quick_pieces_run_on_sqlite_and_write_a_well_formed_result(tmp_path: Pat
         ("pickup", "poll (0.05 s)", "buffered"),
         ("pickup", "in-process bell", "buffered"),
         ("pickup", "in-process bell", "direct"),
+        ("gate_lane_single", None, None),
+        ("gate_lanes_round_robin", None, None),
+        ("gate_unlaned", None, None),
+        ("gate_hot_key", None, None),
+        ("gate_meter", None, None),
     ]
     drain = measurements[2]
     # Sized from the warm-up's rate, then clamped to the plan's bounds.
@@ -76,4 +91,5 @@ def test_quick_pieces_run_on_sqlite_and_write_a_well_formed_result(tmp_path: Pat
 
     page = md_path.read_text()
     assert "## SQLite" in page and "### Drain" in page and "### Pickup latency" in page
+    assert "### Gates" in page and "of unlaned" in page
     assert f"[{md_path.stem}]({md_path.name})" in (out / "README.md").read_text()
