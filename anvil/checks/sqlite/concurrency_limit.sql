@@ -1,0 +1,118 @@
+-- I6 concurrency (SQLite): a gate never had more runs open than the limit in force.
+--
+-- Returns one row per start that took a gate over its limit (no rows: the invariant holds).
+-- No parameters. The same check as postgres/concurrency_limit.sql, with SQLite's JSON and
+-- string functions; the reasoning below is repeated so each file stands on its own.
+--
+-- Which jobs pass which gate. Every concurrency gate is a row of the gates table. A key gate
+-- (kind 1) is passed by every job enqueued with that concurrency_key; a definition gate
+-- (kind 2) by every job of the definition of that name enqueued without a key. The schema
+-- does not keep a definition's declared concurrency_limit, so a definition gate is taken at
+-- its word: once the row exists, all keyless jobs of that definition count against it.
+--
+-- Runs. As in lanes_overlap.sql, a run is open from its execution-started event (10) to the
+-- first execution-finished (11) or lease-lost (30) event of the same job, epoch and
+-- execution; event ids order them. A slot is held exactly that long: admission inserts the
+-- hold in the transaction that writes the start, and whatever ends the lease deletes it in
+-- the transaction that writes the end. A dead worker's run therefore keeps its slot until
+-- recovery writes lease-lost, and must: that is what stops a second holder from starting.
+--
+-- The limit in force. An operator change writes a gate-changed event (18) whose detail names
+-- the gate (kind label and name) and the new limit, or null when the override is cleared.
+-- For each start the limit is the one the latest such event before it set, else the declared
+-- limit on the gate row (slot_limit). A declared limit changed by a redeploy in the middle of
+-- a run is not visible in the ledger; runs that mix declared limits need that in mind.
+--
+-- The check is taken at each start, the only moment admission decides: count the runs of the
+-- same gate open at that start (the new one included) and compare with the limit in force.
+-- Lowering a limit while it is full does not stop the holders, so no row is reported for the
+-- holders already running then, only for a start admitted above the new limit.
+WITH gate_rows AS (
+    SELECT g.id AS gate_id, g.namespace_id, g.kind, g.name, g.slot_limit, k.name AS kind_label
+    FROM {schema}.gates g
+    JOIN {schema}.codes k ON k.family = 'gate_kind' AND k.code = g.kind
+),
+-- Operator changes, parsed once. MATERIALIZED: json_extract must only ever see the details
+-- of gate-changed events, whatever order the planner evaluates conditions in.
+changes AS MATERIALIZED (
+    SELECT c.id,
+           c.namespace_id,
+           json_extract(c.detail, '$.gate') AS kind_label,
+           json_extract(c.detail, '$.name') AS name,
+           json_extract(c.detail, '$.limit') AS slot_limit
+    FROM {schema}.events c
+    WHERE c.code = 18
+),
+members AS (
+    SELECT j.id AS job_id, g.gate_id
+    FROM {schema}.jobs j
+    JOIN gate_rows g
+      ON g.kind = 1 AND g.namespace_id = j.namespace_id AND g.name = j.concurrency_key
+    UNION ALL
+    SELECT j.id AS job_id, g.gate_id
+    FROM {schema}.jobs j
+    JOIN {schema}.definitions d ON d.id = j.definition_id
+    JOIN gate_rows g
+      ON g.kind = 2 AND g.namespace_id = j.namespace_id AND g.name = d.name
+    WHERE j.concurrency_key IS NULL
+),
+runs AS (
+    SELECT m.gate_id,
+           s.job_id,
+           s.job_ref,
+           s.id AS started_id,
+           s.at AS started_at,
+           (SELECT min(e.id)
+              FROM {schema}.events e
+             WHERE e.job_id = s.job_id
+               AND e.epoch = s.epoch
+               AND e.execution = s.execution
+               AND e.code IN (11, 30)
+               AND e.id > s.id) AS ended_id
+    FROM {schema}.events s
+    JOIN members m ON m.job_id = s.job_id
+    WHERE s.code = 10
+),
+at_start AS (
+    SELECT b.gate_id,
+           b.job_ref,
+           b.started_id,
+           b.started_at,
+           count(*) AS open_runs,
+           group_concat(a.job_ref, ' ') AS open_refs
+    FROM runs b
+    JOIN runs a
+      ON a.gate_id = b.gate_id
+     AND a.started_id <= b.started_id
+     AND COALESCE(a.ended_id, 9223372036854775807) > b.started_id
+    GROUP BY b.gate_id, b.job_ref, b.started_id, b.started_at
+),
+judged AS (
+    SELECT s.*,
+           g.kind_label,
+           g.name,
+           g.slot_limit,
+           COALESCE(
+               (SELECT c.slot_limit
+                  FROM changes c
+                 WHERE c.namespace_id = g.namespace_id
+                   AND c.kind_label = g.kind_label
+                   AND c.name = g.name
+                   AND c.id < s.started_id
+                 ORDER BY c.id DESC
+                 LIMIT 1),
+               g.slot_limit) AS limit_in_force
+    FROM at_start s
+    JOIN gate_rows g ON g.gate_id = s.gate_id
+)
+SELECT kind_label AS gate_kind,
+       name AS gate,
+       limit_in_force,
+       open_runs,
+       job_ref AS started_ref,
+       started_id AS started_event,
+       started_at,
+       open_refs
+FROM judged
+WHERE open_runs > limit_in_force
+ORDER BY gate_kind, gate, started_event;
