@@ -15,7 +15,8 @@ whether a run kept its promises (docs: shared design, reliability section 2):
 A check lives in ``<dialect>/<name>.sql`` where the dialects need different SQL, else in
 ``common/<name>.sql`` (portable SQL, one text for all). Files are written like acta's own: the
 token ``{schema}.`` stands for the ledger's qualifier and ``:name`` for a parameter, both
-resolved here with acta's statement helpers.
+resolved here with acta's statement helpers. ``anvil.checks.plant`` writes synthetic ledger
+rows, to show a check can fail (tests/integration/test_checks_sql.py).
 
     import psycopg
     from anvil.checks import run_check

@@ -10,20 +10,19 @@ connection of the test's own, never through acta.
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from acta import Acta, EventCode, JobContext
+from acta.errors import ValidationError
 from acta.provider.protocol import Provider
 from acta_testing import Host
 from acta_testing.schemas import ledger_location, sqlite_copy
-from anvil.checks import CHECKS, Row, describe, run_check
+from anvil.checks import CHECKS, Row, describe
+from anvil.checks.plant import Planter
 
 BASE = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)  # synthetic events, far from the host's clock
 
@@ -47,82 +46,10 @@ def acta_provider(
         yield provider
 
 
-class Direct:
-    """The test's own connection to the ledger: plants rows and runs the checks."""
-
-    def __init__(self, provider: Provider) -> None:
-        self.location = ledger_location(provider)
-        self.dialect = self.location.dialect
-        self.conn: Any
-        if self.dialect == "sqlite":
-            self.conn = sqlite3.connect(str(self.location.path), isolation_level=None)
-        else:
-            import psycopg
-
-            self.conn = psycopg.connect(str(self.location.dsn), autocommit=True)
-        self.clock = BASE
-
-    def close(self) -> None:
-        self.conn.close()
-
-    def check(self, name: str, **params: Any) -> list[Row]:
-        return run_check(self.conn, name, self.dialect, self.location.schema, params)
-
-    def execute(self, text: str, **params: Any) -> list[tuple[Any, ...]]:
-        cursor = self.conn.execute(self.location.prepare(text), params)
-        return list(cursor.fetchall()) if cursor.description else []
-
-    def job(self, ref: object) -> tuple[int, int]:
-        """(job id, namespace id) of a job."""
-        [(job_id, namespace_id)] = self.execute(
-            "SELECT id, namespace_id FROM {schema}.jobs WHERE job_ref = :ref", ref=str(ref)
-        )
-        return job_id, namespace_id
-
-    def instant(self, at: datetime) -> object:
-        return (
-            at.replace(tzinfo=None).isoformat(" ", "milliseconds")
-            if self.dialect == "sqlite"
-            else at
-        )
-
-    def event(
-        self,
-        ref: object,
-        code: EventCode,
-        execution: int | None = None,
-        epoch: int | None = None,
-        detail: dict[str, Any] | None = None,
-        at: datetime | None = None,
-    ) -> None:
-        """Append one event about job ``ref``, as a verb of the core would."""
-        job_id, namespace_id = self.job(ref)
-        if at is None:
-            self.clock += timedelta(milliseconds=10)
-            at = self.clock
-        self.execute(
-            "INSERT INTO {schema}.events (at, namespace_id, job_id, job_ref, code, execution, "
-            "epoch, detail) VALUES (:at, :ns, :job_id, :ref, :code, :execution, :epoch, :detail)",
-            at=self.instant(at),
-            ns=namespace_id,
-            job_id=job_id,
-            ref=str(ref),
-            code=int(code),
-            execution=execution,
-            epoch=epoch,
-            detail=None if detail is None else json.dumps(detail),
-        )
-
-    def run(self, ref: object, execution: int = 1, epoch: int = 1, end: bool = True) -> None:
-        """One whole execution: started, and (with ``end``) finished."""
-        self.event(ref, EventCode.EXECUTION_STARTED, execution, epoch)
-        if end:
-            self.event(ref, EventCode.EXECUTION_FINISHED, execution, epoch)
-
-
 @pytest.fixture
-def direct(acta_provider: Provider) -> Iterator[Direct]:
-    found = Direct(acta_provider)
+def direct(acta_provider: Provider) -> Iterator[Planter]:
+    """The test's own connection to the ledger: plants rows, runs the checks."""
+    found = Planter(ledger_location(acta_provider), BASE)
     yield found
     found.close()
 
@@ -134,7 +61,7 @@ def _problems(rows: list[Row]) -> list[tuple[str, str | None, str]]:
 # -- a clean run ------------------------------------------------------------------------------
 
 
-def test_a_clean_run_passes_every_check(acta_app: Acta, acta_host: Host, direct: Direct) -> None:
+def test_a_clean_run_passes_every_check(acta_app: Acta, acta_host: Host, direct: Planter) -> None:
     zombie = acta_host.worker
     peer = acta_host.add_worker()
     third = acta_host.add_worker()
@@ -198,15 +125,15 @@ def test_a_clean_run_passes_every_check(acta_app: Acta, acta_host: Host, direct:
 # -- lanes ------------------------------------------------------------------------------------
 
 
-def _lane(acta_app: Acta, *names: str, lane: str = "line") -> list[object]:
+def _lane(acta_app: Acta, *names: str) -> list[object]:
     @acta_app.job("step")
     def step(name: str) -> None:
         pass
 
-    return [step.enqueue(name, lane=lane) for name in names]
+    return [step.enqueue(name, lane="line") for name in names]
 
 
-def test_overlapping_members_are_caught(acta_app: Acta, acta_host: Host, direct: Direct) -> None:
+def test_overlapping_members_are_caught(acta_app: Acta, acta_host: Host, direct: Planter) -> None:
     a, b = _lane(acta_app, "a", "b")
     direct.run(a, end=False)
     direct.event(b, EventCode.PROMOTED)
@@ -224,8 +151,8 @@ def test_overlapping_members_are_caught(acta_app: Acta, acta_host: Host, direct:
     )
 
 
-def test_a_lost_lease_closes_the_run_in_the_ledger(
-    acta_app: Acta, acta_host: Host, direct: Direct
+def test_a_lost_lease_closes_the_run_but_only_once_it_is_recorded(
+    acta_app: Acta, acta_host: Host, direct: Planter
 ) -> None:
     a, b = _lane(acta_app, "a", "b")
     # a's first run is lost (its worker died), a second run finishes it, then b goes: clean,
@@ -237,29 +164,20 @@ def test_a_lost_lease_closes_the_run_in_the_ledger(
     direct.event(b, EventCode.PROMOTED)
     direct.run(b)
     direct.event(b, EventCode.SUCCEEDED, 1)
-    assert direct.check("lanes_overlap") == []
-    assert direct.check("lanes_order") == []
+    assert direct.check("lanes_overlap") == direct.check("lanes_order") == []
 
-
-def test_a_member_starting_before_the_lease_loss_is_recorded_is_caught(
-    acta_app: Acta, acta_host: Host, direct: Direct
-) -> None:
-    c, d = _lane(acta_app, "c", "d", lane="late")
+    c, d = (acta_app.enqueue("step", name, lane="late") for name in ("c", "d"))
     direct.run(c, end=False)  # c's worker dies here...
     direct.event(d, EventCode.PROMOTED)
-    direct.run(d)  # ...d starts (and even ends) before recovery records the loss
+    direct.run(d)  # ...and d starts (and even ends) before recovery records the loss
     direct.event(c, EventCode.LEASE_LOST, 1, 1)
-    direct.run(c, execution=2, epoch=2)
-    direct.event(c, EventCode.SUCCEEDED, 2)
-    direct.event(d, EventCode.SUCCEEDED, 1)
-
     [row] = direct.check("lanes_overlap")
     assert (row["lane"], row["open_ref"], row["started_ref"]) == ("late", str(c), str(d))
     assert row["open_execution"] == 1 and row["open_ended_event"] > row["started_event"]
 
 
 def test_first_starts_out_of_lane_order_are_caught(
-    acta_app: Acta, acta_host: Host, direct: Direct
+    acta_app: Acta, acta_host: Host, direct: Planter
 ) -> None:
     a, b = _lane(acta_app, "a", "b")
     direct.event(b, EventCode.PROMOTED)
@@ -275,7 +193,7 @@ def test_first_starts_out_of_lane_order_are_caught(
 
 
 def test_a_member_starting_while_the_head_waits_for_its_retry_is_caught(
-    acta_app: Acta, acta_host: Host, direct: Direct
+    acta_app: Acta, acta_host: Host, direct: Planter
 ) -> None:
     a, b = _lane(acta_app, "a", "b")
     direct.run(a)  # attempt 1 fails...
@@ -293,7 +211,7 @@ def test_a_member_starting_while_the_head_waits_for_its_retry_is_caught(
 
 
 def test_positions_against_enqueue_order_and_double_promotions_are_caught(
-    acta_app: Acta, acta_host: Host, direct: Direct
+    acta_app: Acta, acta_host: Host, direct: Planter
 ) -> None:
     a, b, c = _lane(acta_app, "a", "b", "c")
     assert direct.check("lanes_order") == []  # enqueued, a promoted, nothing ran yet
@@ -322,13 +240,13 @@ def test_positions_against_enqueue_order_and_double_promotions_are_caught(
 
 
 def test_more_runs_than_the_limit_in_force_are_caught(
-    acta_app: Acta, acta_host: Host, direct: Direct
+    acta_app: Acta, acta_host: Host, direct: Planter
 ) -> None:
     @acta_app.job("rebuild")
     def rebuild(n: int) -> None:
         pass
 
-    first = rebuild.enqueue(0, concurrency_key="acme")
+    rebuild.enqueue(0, concurrency_key="acme")
     acta_host.run_until_idle()  # a real admission makes the gate row (one slot)
     assert direct.check("concurrency_limit") == []
     k1, k2, k3 = (rebuild.enqueue(n, concurrency_key="acme") for n in (1, 2, 3))
@@ -352,11 +270,28 @@ def test_more_runs_than_the_limit_in_force_are_caught(
         (str(k2), 1, 2),
         (str(k3), 2, 3),
     ]
-    assert str(first) not in " ".join(r["open_refs"] for r in found)
+
+
+def test_the_limit_an_admission_recorded_is_the_one_judged(
+    acta_app: Acta, acta_host: Host, direct: Planter
+) -> None:
+    @acta_app.job("rebuild")
+    def rebuild(n: int) -> None:
+        pass
+
+    rebuild.enqueue(0, concurrency_key="acme")
+    acta_host.run_until_idle()  # the gate row declares one slot
+    refs = [rebuild.enqueue(n, concurrency_key="acme") for n in (1, 2, 3)]
+    # Admissions that say they judged by two slots (a definition declaring two shares the key).
+    for ref in refs:
+        direct.event(ref, EventCode.ADMITTED, epoch=1, detail={"concurrency": "acme", "limit": 2})
+        direct.run(ref, end=False)
+    [row] = direct.check("concurrency_limit")
+    assert (row["started_ref"], row["limit_in_force"], row["open_runs"]) == (str(refs[2]), 2, 3)
 
 
 def test_a_definition_limit_is_checked_across_its_keyless_jobs(
-    acta_app: Acta, acta_host: Host, direct: Direct
+    acta_app: Acta, acta_host: Host, direct: Planter
 ) -> None:
     @acta_app.job("resize", concurrency_limit=2)
     def resize(n: int) -> None:
@@ -372,65 +307,95 @@ def test_a_definition_limit_is_checked_across_its_keyless_jobs(
     assert direct.check("concurrency_limit") == []
     direct.run(refs[2], end=False)
     [row] = direct.check("concurrency_limit")
-    assert (row["gate_kind"], row["gate"], row["limit_in_force"], row["open_runs"]) == (
-        "job",
-        "resize",
-        2,
-        3,
-    )
-    assert row["started_ref"] == str(refs[2])
+    found = (row["gate_kind"], row["gate"], row["limit_in_force"], row["open_runs"])
+    assert found == ("job", "resize", 2, 3) and row["started_ref"] == str(refs[2])
 
 
 # -- rate -------------------------------------------------------------------------------------
 
 
-def _admit(direct: Direct, ref: object, meter: str, ms: int) -> None:
-    direct.event(
-        ref,
-        EventCode.ADMITTED,
-        epoch=1,
-        detail={"rate": meter},
-        at=BASE + timedelta(milliseconds=ms),
-    )
+def _admit(direct: Planter, ref: object, meter: str, ms: int) -> None:
+    at = BASE + timedelta(milliseconds=ms)
+    direct.event(ref, EventCode.ADMITTED, epoch=1, detail={"rate": meter}, at=at)
 
 
 def test_starts_above_the_rate_envelope_are_caught(
-    acta_app: Acta, acta_host: Host, direct: Direct
+    acta_app: Acta, acta_host: Host, direct: Planter
 ) -> None:
-    @acta_app.job("send", rate_limit="2/s")  # burst 2, then one start per 500 ms
+    @acta_app.job("send", rate_limit="120/m")  # two a second: burst 2, then one per 500 ms
     def send(n: int) -> None:
         pass
 
     send.enqueue(0)
     acta_host.run_until_idle()  # the meter row, and one real start long before BASE
-    refs = [send.enqueue(n) for n in range(1, 7)]
+    refs = [send.enqueue(n) for n in range(1, 10)]
     # Two at once, then one each 500 ms: exactly on the envelope's edge, every window.
     for ref, ms in zip(refs, (0, 0, 500, 1000, 1500), strict=False):
         _admit(direct, ref, "send", ms)
     assert direct.check("rate_envelope") == []
     _admit(direct, refs[5], "send", 1900)  # six starts in 1.9 s: at most 2 + 3.8
-    [row] = direct.check("rate_envelope")
-    assert (row["meter"], row["burst"], row["starts"]) == ("send", 2, 6)
-    assert float(row["window_seconds"]) == 1.9 and float(row["allowed"]) == 5.8
-    assert (row["first_ref"], row["last_ref"]) == (str(refs[0]), str(refs[5]))
+    for ref in refs[6:]:
+        _admit(direct, ref, "send", 60_000)  # three in one instant, a minute later
+    first, burst = direct.check("rate_envelope")
+    assert (first["meter"], first["burst"], first["starts"]) == ("send", 2, 6)
+    assert float(first["window_seconds"]) == 1.9 and float(first["allowed"]) == 5.8
+    assert (first["first_ref"], first["last_ref"]) == (str(refs[0]), str(refs[5]))
+    assert (burst["starts"], float(burst["window_seconds"])) == (3, 0.0)
 
     # The envelope can be given: at 10/s the same starts are well inside it.
     assert direct.check("rate_envelope", meter="send", rate=10, period_ms=1000) == []
     assert direct.check("rate_envelope", meter="other") == []
-    assert len(direct.check("rate_envelope", burst=1)) >= 1
+    assert len(direct.check("rate_envelope", burst=1)) > 2
 
 
-def test_a_burst_beyond_one_seconds_worth_is_caught(
-    acta_app: Acta, acta_host: Host, direct: Direct
+# -- what the checks found in the core --------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="core: set_concurrency_limit(job=...) on a definition that declares no "
+    "concurrency_limit is accepted and shown in force by gates(), but admission never applies "
+    "it (acta.policy.gate.gates_for reads only the declared limit); refuse it or apply it",
+)
+def test_an_operator_limit_on_a_definition_is_applied_or_refused(
+    acta_app: Acta, acta_host: Host, direct: Planter
 ) -> None:
-    @acta_app.job("ping", rate_limit="120/m")  # two a second: burst 2, 500 ms apart
-    def ping(n: int) -> None:
+    peer = acta_host.add_worker()
+    outcomes: list[str] = []
+
+    @acta_app.job("plain")
+    def plain(n: int) -> None:
+        if n == 1:
+            outcomes.append(acta_host.tick(peer))
+
+    try:
+        acta_app.set_concurrency_limit(job="plain", limit=1, expected_version=0)
+    except ValidationError:
+        return  # refused: an operator cannot believe a limit is in force when it is not
+    plain.enqueue(1)
+    plain.enqueue(2)
+    acta_host.run_until_idle()
+    assert [g.limit for g in acta_app.gates() if g.name == "plain"] == [1]
+    found = direct.check("concurrency_limit")
+    assert outcomes == ["bounced"] and found == [], describe("concurrency_limit", found)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="core: set_rate_limit(meter) naming a definition that declares no rate_limit is "
+    "accepted and shown by meters(), but its jobs never pass that meter; refuse it or apply it",
+)
+def test_an_operator_rate_on_a_definition_is_applied_or_refused(
+    acta_app: Acta, acta_host: Host
+) -> None:
+    @acta_app.job("plain")
+    def plain(n: int) -> None:
         pass
 
-    ping.enqueue(0)
-    acta_host.run_until_idle()
-    refs = [ping.enqueue(n) for n in range(3)]
-    for ref in refs:
-        _admit(direct, ref, "ping", 0)  # three in the same instant
-    [row] = direct.check("rate_envelope")
-    assert (row["starts"], row["burst"], float(row["window_seconds"])) == (3, 2, 0.0)
+    try:
+        acta_app.set_rate_limit("plain", "1/h", expected_version=0)
+    except ValidationError:
+        return
+    for n in range(3):
+        plain.enqueue(n)
+    assert [acta_host.tick() for _ in range(3)] == ["completed", "bounced", "bounced"]

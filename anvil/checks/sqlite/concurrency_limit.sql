@@ -17,11 +17,19 @@
 -- the transaction that writes the end. A dead worker's run therefore keeps its slot until
 -- recovery writes lease-lost, and must: that is what stops a second holder from starting.
 --
--- The limit in force. An operator change writes a gate-changed event (18) whose detail names
--- the gate (kind label and name) and the new limit, or null when the override is cleared.
--- For each start the limit is the one the latest such event before it set, else the declared
--- limit on the gate row (slot_limit). A declared limit changed by a redeploy in the middle of
--- a run is not visible in the ledger; runs that mix declared limits need that in mind.
+-- The limit in force at a start, first match wins:
+--   1. an operator's override: the latest gate-changed event (18) before the start that names
+--      this gate (kind label and name in its detail) and sets a limit; an event with a null
+--      limit cleared the override, and the declared limit is back;
+--   2. the limit the admission itself recorded, when its admitted event (15, same job and
+--      epoch) has a "limit" in its detail;
+--   3. the declared limit on the gate row now (slot_limit): the limit of the latest job
+--      admitted through it.
+-- Step 3 is a guess the ledger forces: today admitted events do not record the limit, and a
+-- key gate judges each arrival by the limit its own definition declares. A key shared by
+-- definitions declaring different limits (or a limit changed by a redeploy mid-run) can
+-- then show up here as a violation that admission did not see as one: read such rows with
+-- the definitions of open_refs in hand.
 --
 -- The check is taken at each start, the only moment admission decides: count the runs of the
 -- same gate open at that start (the new one included) and compare with the limit in force.
@@ -43,6 +51,12 @@ changes AS MATERIALIZED (
     FROM {schema}.events c
     WHERE c.code = 18
 ),
+-- Limits admissions recorded, parsed once (MATERIALIZED, as above).
+admissions AS MATERIALIZED (
+    SELECT a.job_id, a.epoch, json_extract(a.detail, '$.limit') AS slot_limit
+    FROM {schema}.events a
+    WHERE a.code = 15
+),
 members AS (
     SELECT j.id AS job_id, g.gate_id
     FROM {schema}.jobs j
@@ -62,6 +76,9 @@ runs AS (
            s.job_ref,
            s.id AS started_id,
            s.at AS started_at,
+           (SELECT max(x.slot_limit)
+              FROM admissions x
+             WHERE x.job_id = s.job_id AND x.epoch = s.epoch) AS admitted_limit,
            (SELECT min(e.id)
               FROM {schema}.events e
              WHERE e.job_id = s.job_id
@@ -78,6 +95,7 @@ at_start AS (
            b.job_ref,
            b.started_id,
            b.started_at,
+           b.admitted_limit,
            count(*) AS open_runs,
            group_concat(a.job_ref, ' ') AS open_refs
     FROM runs b
@@ -85,7 +103,7 @@ at_start AS (
       ON a.gate_id = b.gate_id
      AND a.started_id <= b.started_id
      AND COALESCE(a.ended_id, 9223372036854775807) > b.started_id
-    GROUP BY b.gate_id, b.job_ref, b.started_id, b.started_at
+    GROUP BY b.gate_id, b.job_ref, b.started_id, b.started_at, b.admitted_limit
 ),
 judged AS (
     SELECT s.*,
@@ -101,6 +119,7 @@ judged AS (
                    AND c.id < s.started_id
                  ORDER BY c.id DESC
                  LIMIT 1),
+               s.admitted_limit,
                g.slot_limit) AS limit_in_force
     FROM at_start s
     JOIN gate_rows g ON g.gate_id = s.gate_id
