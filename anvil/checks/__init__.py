@@ -1,0 +1,151 @@
+"""Invariant checks over a ledger's rows: SQL files kept in the repository, and their loader.
+
+Each check is one query that returns the rows breaking its invariant; an empty answer means
+the invariant holds. The queries read only the ledger's tables (events above all), never acta's
+code paths, so a certification run, a chaos test or an operator can ask the database itself
+whether a run kept its promises (docs: shared design, reliability section 2):
+
+- ``lanes_overlap``: I5, no two members of one lane were ever executing at once;
+- ``lanes_order``: I5, members were enqueued, promoted and started in lane order, each only
+  after every earlier member ended;
+- ``concurrency_limit``: I6, no start took a concurrency gate over the limit in force;
+- ``rate_envelope``: I7, a meter's starts in any window of t seconds stay within
+  burst + rate x t (parameters ``meter``, ``rate``, ``period_ms``, ``burst``, all optional).
+
+A check lives in ``<dialect>/<name>.sql`` where the dialects need different SQL, else in
+``common/<name>.sql`` (portable SQL, one text for all). Files are written like acta's own: the
+token ``{schema}.`` stands for the ledger's qualifier and ``:name`` for a parameter, both
+resolved here with acta's statement helpers. ``anvil.checks.plant`` writes synthetic ledger
+rows, to show a check can fail (tests/integration/test_checks_sql.py).
+
+    import psycopg
+    from anvil.checks import run_check
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert run_check(conn, "lanes_overlap", "postgres", schema="acta") == []
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from acta.provider.statements import convert_params, replace_schema
+
+FOLDER = Path(__file__).parent
+CHECKS = ("lanes_overlap", "lanes_order", "concurrency_limit", "rate_envelope")
+DIALECTS = ("postgres", "sqlite")
+Row = dict[str, Any]
+
+
+class _Cursor(Protocol):
+    @property
+    def description(self) -> Sequence[Sequence[Any]] | None: ...
+
+    def fetchall(self) -> Sequence[Sequence[Any]]: ...
+
+
+class Connection(Protocol):
+    """What a check needs of a connection: ``sqlite3.Connection`` and ``psycopg.Connection``
+    both have it."""
+
+    def execute(self, query: Any, params: Any = ..., /) -> Any: ...
+
+
+def check_path(name: str, dialect: str) -> Path:
+    """The file that holds check ``name`` for ``dialect`` (the dialect's own, else common)."""
+    if name not in CHECKS:
+        raise ValueError(f"no check named {name!r}; the checks are {', '.join(CHECKS)}")
+    if dialect not in DIALECTS:
+        raise ValueError(f"no checks for dialect {dialect!r}; they exist for {DIALECTS}")
+    own = FOLDER / dialect / f"{name}.sql"
+    return own if own.exists() else FOLDER / "common" / f"{name}.sql"
+
+
+def check_sql(name: str, dialect: str) -> str:
+    """The check as written in its file: comments, ``{schema}.`` tokens, ``:name`` params."""
+    return check_path(name, dialect).read_text()
+
+
+def qualifier(dialect: str, schema: str) -> str:
+    """What ``{schema}.`` stands for: ``"acta".`` on PostgreSQL, the ``acta_`` table prefix on
+    SQLite (a SQLite ledger's tables are named ``<schema>_<table>`` in one file)."""
+    if dialect == "postgres":
+        from acta.provider.postgres.catalog import qualifier as quoted
+
+        return quoted(schema)
+    return f"{schema}_"
+
+
+def prepare(name: str, dialect: str, schema: str = "acta") -> tuple[str, tuple[str, ...]]:
+    """The check's SQL ready for the driver of ``dialect`` (psycopg's pyformat placeholders on
+    PostgreSQL, sqlite3's named ones), and the names of the parameters it takes."""
+    style = "pyformat" if dialect == "postgres" else "named"
+    text = replace_schema(check_sql(name, dialect), qualifier(dialect, schema))
+    return convert_params(text, style)
+
+
+def run_check(
+    connection: Connection,
+    name: str,
+    dialect: str,
+    schema: str = "acta",
+    params: Mapping[str, Any] | None = None,
+) -> list[Row]:
+    """Run check ``name`` on the ledger ``schema`` reached through ``connection``; the rows
+    breaking the invariant, each as {column: value} (an empty list: it holds).
+
+    ``params`` may hold more names than the check takes (one mapping can serve every check);
+    a parameter the check takes and ``params`` lacks is NULL, its documented default. On a
+    psycopg connection the query runs in a transaction (or savepoint) of its own, so it
+    leaves no transaction open behind it."""
+    sql, names = prepare(name, dialect, schema)
+    given = dict(params or {})
+    bound = {key: given.get(key) for key in names}
+    block = getattr(connection, "transaction", None)
+    if block is None:
+        return _rows(connection.execute(sql, bound))
+    with block():
+        return _rows(connection.execute(sql, bound or None))
+
+
+def run_checks(
+    connection: Connection,
+    dialect: str,
+    schema: str = "acta",
+    params: Mapping[str, Any] | None = None,
+    names: Sequence[str] = CHECKS,
+) -> dict[str, list[Row]]:
+    """Run several checks (all by default); {check name: violating rows}."""
+    return {name: run_check(connection, name, dialect, schema, params) for name in names}
+
+
+def describe(name: str, rows: Sequence[Row], limit: int = 10) -> str:
+    """A readable account of a check's violations, for an assertion message or a report."""
+    if not rows:
+        return f"{name}: holds"
+    lines = [f"{name}: {len(rows)} violation(s)"]
+    for row in rows[:limit]:
+        lines.append("  " + ", ".join(f"{key}={value}" for key, value in row.items()))
+    if len(rows) > limit:
+        lines.append(f"  ... and {len(rows) - limit} more")
+    return "\n".join(lines)
+
+
+def _rows(cursor: _Cursor) -> list[Row]:
+    columns = [str(column[0]) for column in cursor.description or ()]
+    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+
+__all__ = [
+    "CHECKS",
+    "DIALECTS",
+    "check_path",
+    "check_sql",
+    "describe",
+    "prepare",
+    "qualifier",
+    "run_check",
+    "run_checks",
+]
