@@ -143,6 +143,8 @@ class JobDefinition(Generic[I, R]):
             timeout_ms=None if timeout is None else max(1, timeout // timedelta(milliseconds=1)),
             priority=self.policy.priority,
             audit_level=self.policy.audit,
+            concurrency_limit=self.policy.concurrency_limit,
+            meter=self.gates().meter,
         )
 
     def gates(self, concurrency_key: str | None = None) -> JobGates:

@@ -15,11 +15,12 @@ from acta.errors import ValidationError
 from acta.ledger import override
 from acta.ledger.facade import Ledger
 from acta.model.codes import GateKind
-from acta.model.rows import GateInfo, MeterInfo
+from acta.model.rows import DefinitionSpec, GateInfo, MeterInfo
 from acta.names import validate_job_name, validate_key
 from acta.policy.gate import Rate, validate_concurrency_limit
 from acta.policy.job import KEY_MAX
 from acta.provider.verb import Verb
+from acta.registry import Registry
 
 T = TypeVar("T")
 
@@ -29,6 +30,11 @@ class Overrides:
 
     namespace: str
     _read_ledger: Callable[[], Ledger]
+    _registry: Registry
+
+    def _specs(self) -> list[DefinitionSpec]:
+        """This application's definitions, as the ledger stores them."""
+        return [d.spec() for d in self._registry.definitions.values()]
 
     def _run(self, make: Callable[[], Verb[T]]) -> T:
         return self._read_ledger().run(make, name="read")
@@ -74,7 +80,8 @@ class Overrides:
         has used yet)."""
         args = self._limit_args(key, job, limit, expected_version)
         now = self._read_ledger().now()
-        return self._change(lambda: override.set_limit(*args, now))
+        specs = self._specs()
+        return self._change(lambda: override.set_limit(*args, now, specs))
 
     async def set_concurrency_limit_async(
         self,
@@ -86,21 +93,24 @@ class Overrides:
     ) -> int:
         args = self._limit_args(key, job, limit, expected_version)
         now = self._read_ledger().now()
-        return await self._change_async(lambda: override.set_limit(*args, now))
+        specs = self._specs()
+        return await self._change_async(lambda: override.set_limit(*args, now, specs))
 
     def set_rate_limit(self, meter: str, rate: str | None, *, expected_version: int) -> int:
         """Override the rate of a meter (named by its rate_key, else by its definition), as
         ``"10/s"``; ``rate=None`` clears the override. Returns the meter's new version."""
         args = self._rate_args(meter, rate, expected_version)
         now = self._read_ledger().now()
-        return self._change(lambda: override.set_rate(*args, now))
+        specs = self._specs()
+        return self._change(lambda: override.set_rate(*args, now, specs))
 
     async def set_rate_limit_async(
         self, meter: str, rate: str | None, *, expected_version: int
     ) -> int:
         args = self._rate_args(meter, rate, expected_version)
         now = self._read_ledger().now()
-        return await self._change_async(lambda: override.set_rate(*args, now))
+        specs = self._specs()
+        return await self._change_async(lambda: override.set_rate(*args, now, specs))
 
     def _limit_args(
         self, key: str | None, job: str | None, limit: int | None, expected: int

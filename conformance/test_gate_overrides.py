@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from acta import Acta, ConflictError
+from acta import Acta, ConflictError, ValidationError
 from acta_testing import AsyncHost, Host
 
 if TYPE_CHECKING:
@@ -114,6 +114,8 @@ def test_a_rate_override_takes_effect_and_clearing_it_restores_the_declared_rate
 def test_a_stale_version_is_a_conflict_and_changes_nothing(
     acta_app: Acta, acta_host: Host, ledger: Ledger
 ) -> None:
+    acta_app.define("ship", rate_limit="10/s", rate_key="carrier")
+    acta_app.define("call", rate_limit="1/s", rate_key="other")  # a meter nobody used yet
     assert acta_app.set_concurrency_limit(key="acme", limit=2, expected_version=0) == 1
     assert acta_app.set_rate_limit("carrier", "5/s", expected_version=0) == 1
     before = ledger.snapshot()
@@ -146,6 +148,7 @@ def test_clearing_a_gate_nobody_used_writes_nothing(
 async def test_the_async_twins_change_and_read_the_same_rows(
     acta_app: Acta, acta_async_host: AsyncHost, ledger: Ledger
 ) -> None:
+    acta_app.define("ship", rate_limit="10/s", rate_key="carrier")
     version = await acta_app.set_concurrency_limit_async(key="acme", limit=4, expected_version=0)
     assert version == 1
     with pytest.raises(ConflictError):
@@ -157,3 +160,22 @@ async def test_the_async_twins_change_and_read_the_same_rows(
     assert (meter.name, meter.rate, meter.version) == ("carrier", "3/m", 1)
     assert acta_app.gates() == [gate] and acta_app.meters() == [meter]
     assert len(changes(ledger)) == 2
+
+
+def test_an_override_no_admission_would_consult_is_refused(
+    acta_app: Acta, acta_host: Host, ledger: Ledger
+) -> None:
+    @acta_app.job("plain")
+    def plain(n: int) -> None:
+        pass
+
+    plain.enqueue(1)  # registered, with no gate of its own
+    before = ledger.snapshot()
+    with pytest.raises(ValidationError, match="declares no concurrency_limit"):
+        acta_app.set_concurrency_limit(job="plain", limit=1, expected_version=0)
+    with pytest.raises(ValidationError, match="declares no concurrency_limit"):
+        acta_app.set_concurrency_limit(job="nobody", limit=1, expected_version=0)
+    with pytest.raises(ValidationError, match="no definition registered here feeds a meter"):
+        acta_app.set_rate_limit("plain", "1/h", expected_version=0)
+    assert ledger.snapshot() == before
+    assert acta_app.gates() == [] and acta_app.meters() == []

@@ -168,7 +168,11 @@ def test_admission_events_name_the_gates(acta_app: Acta, acta_host: Host) -> Non
         [event] = [e for e in acta_host.events(ref) if e.code is code]
         return dict(json.loads(event.detail or "{}"))
 
-    assert detail(first, EventCode.ADMITTED) == {"concurrency": "acme", "rate": "send-sms"}
+    assert detail(first, EventCode.ADMITTED) == {
+        "concurrency": "acme",
+        "limit": 1,
+        "rate": "send-sms",
+    }
     assert detail(second, EventCode.ADMITTED) == {"rate": "send-sms"}
     bounced = detail(second, EventCode.BOUNCED)
     assert (bounced["gate"], bounced["key"]) == ("rate", "send-sms")

@@ -45,6 +45,7 @@ def admit(
     at: datetime = guard["now_at"]
     ns = job.namespace_id
     gate_id: int | None = None
+    limit: int | None = None
     if gates.slot_name is not None:
         gate = yield fetch_one(
             "gate_take",
@@ -56,7 +57,7 @@ def admit(
                 "slot_limit": gates.slot_limit,
             },
         )
-        gate_id = gate["gate_id"]
+        gate_id, limit = gate["gate_id"], gate["limit_in_force"]
         held = yield fetch_one("gate_held", {"gate_id": gate_id})
         if held["held"] >= gate["limit_in_force"]:
             detail = {
@@ -130,7 +131,8 @@ def admit(
     execution = row["executions"]
     events = []
     if audited(audit, EventCode.ADMITTED):
-        events.append(_job_event(job, worker_id, EventCode.ADMITTED, now, detail=_gates(gates)))
+        passed = _gates(gates, limit)
+        events.append(_job_event(job, worker_id, EventCode.ADMITTED, now, detail=passed))
     if audited(audit, EventCode.EXECUTION_STARTED):
         events.append(
             _job_event(job, worker_id, EventCode.EXECUTION_STARTED, now, execution=execution)
@@ -140,10 +142,12 @@ def admit(
     return Started(execution=execution, cancel_requested=bool(row["control"]))
 
 
-def _gates(gates: JobGates) -> str:
+def _gates(gates: JobGates, limit: int | None) -> str:
+    """The admitted event's detail: the gates passed, and the limit the slot was judged by."""
     passed: dict[str, Any] = {}
     if gates.slot_name is not None:
         passed["concurrency"] = gates.slot_name
+        passed["limit"] = limit
     if gates.meter is not None:
         passed["rate"] = gates.meter
     return json.dumps(passed, ensure_ascii=False, sort_keys=True)

@@ -32,6 +32,8 @@ def definition_params(
         "timeout_ms": spec.timeout_ms,
         "priority": spec.priority,
         "audit_level": int(spec.audit_level),
+        "concurrency_limit": spec.concurrency_limit,
+        "meter": spec.meter,
     }
 
 

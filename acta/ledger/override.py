@@ -9,14 +9,15 @@ change applies to the next job admitted, on every worker, without a restart.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from acta.errors import ConflictError
+from acta.errors import ConflictError, ValidationError
 from acta.ledger.enqueue import ensure_definitions
 from acta.ledger.events import event_params
 from acta.model.codes import EventCode, GateKind
-from acta.model.rows import GateInfo, MeterInfo
+from acta.model.rows import DefinitionSpec, GateInfo, MeterInfo
 from acta.policy.gate import Rate
 from acta.provider.verb import Verb, execute, fetch_all, fetch_one
 
@@ -28,12 +29,24 @@ def set_limit(
     limit: int | None,
     expected_version: int,
     now: datetime | None,
+    specs: Sequence[DefinitionSpec] = (),
 ) -> Verb[int]:
-    """Set (or with None clear) the limit of a concurrency gate; returns its new version."""
-    namespace_id = yield from _namespace_id(namespace, now, create=limit is not None)
+    """Set (or with None clear) the limit of a concurrency gate; returns its new version.
+    ``specs``: the caller's own definitions, registered first if the ledger lacks them."""
+    namespace_id = yield from _namespace_id(namespace, now, limit is not None, specs)
     if namespace_id is None:
         return _nothing_to_clear(expected_version, f"{kind.label} gate {name!r}")
     key = {"namespace_id": namespace_id, "kind": int(kind), "name": name}
+    if kind is GateKind.JOB and limit is not None:
+        row = yield fetch_one("declared_limit", {"namespace_id": namespace_id, "name": name})
+        if row is None or row["concurrency_limit"] is None:
+            raise ValidationError(
+                "job",
+                f"{name!r} declares no concurrency_limit"
+                + ("" if row is not None else " (no worker or producer registered it here)"),
+                "override the limit of a definition declaring concurrency_limit, so that its "
+                "admissions consult it; or a concurrency key with key=",
+            )
     row = yield fetch_one(
         "gate_override", {**key, "now": now, "limit": limit, "expected": expected_version}
     )
@@ -61,13 +74,27 @@ def set_limit(
 
 
 def set_rate(
-    namespace: str, meter: str, rate: Rate | None, expected_version: int, now: datetime | None
+    namespace: str,
+    meter: str,
+    rate: Rate | None,
+    expected_version: int,
+    now: datetime | None,
+    specs: Sequence[DefinitionSpec] = (),
 ) -> Verb[int]:
     """Set (or with None clear) the rate of a meter; returns its new version."""
-    namespace_id = yield from _namespace_id(namespace, now, create=rate is not None)
+    namespace_id = yield from _namespace_id(namespace, now, rate is not None, specs)
     if namespace_id is None:
         return _nothing_to_clear(expected_version, f"meter {meter!r}")
     key = {"namespace_id": namespace_id, "name": meter}
+    if rate is not None:
+        row = yield fetch_one("meter_declared", key)
+        if not row["definitions"]:
+            raise ValidationError(
+                "meter",
+                f"no definition registered here feeds a meter named {meter!r}",
+                "the rate_key of a definition declaring rate_limit, or the name of a definition "
+                "declaring rate_limit without a rate_key",
+            )
     values = {
         "rate": None if rate is None else rate.count,
         "period_ms": None if rate is None else rate.period_ms,
@@ -138,13 +165,17 @@ def meters(namespace: str) -> Verb[list[MeterInfo]]:
     return out
 
 
-def _namespace_id(namespace: str, now: datetime | None, create: bool) -> Verb[int | None]:
-    """The namespace's id; made if missing when ``create`` (clearing on a ledger that never
-    saw the namespace writes nothing at all)."""
+def _namespace_id(
+    namespace: str, now: datetime | None, create: bool, specs: Sequence[DefinitionSpec]
+) -> Verb[int | None]:
+    """The namespace's id; made if missing when ``create``, with the caller's definitions
+    (as a producer writes them: never overwriting a registration's policy), so an application
+    may set a limit its own definitions declare before any of their jobs was enqueued.
+    Clearing on a ledger that never saw the namespace writes nothing at all."""
     if not create:
         row = yield fetch_one("namespace_id", {"namespace": namespace})
         return None if row is None else int(row["namespace_id"])
-    namespace_id, _ = yield from ensure_definitions(namespace, (), now, "ensure_definition")
+    namespace_id, _ = yield from ensure_definitions(namespace, specs, now, "ensure_definition")
     return namespace_id
 
 

@@ -29,6 +29,9 @@ class DefinitionSpec:
     timeout_ms: int | None
     priority: int
     audit_level: AuditLevel
+    concurrency_limit: int | None = None
+    meter: str | None = None
+    """The rate meter the definition's starts feed (None: no rate limit)."""
 
 
 @dataclass(frozen=True, slots=True)

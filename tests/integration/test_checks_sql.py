@@ -351,12 +351,6 @@ def test_starts_above_the_rate_envelope_are_caught(
 # -- what the checks found in the core --------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: set_concurrency_limit(job=...) on a definition that declares no "
-    "concurrency_limit is accepted and shown in force by gates(), but admission never applies "
-    "it (acta.policy.gate.gates_for reads only the declared limit); refuse it or apply it",
-)
 def test_an_operator_limit_on_a_definition_is_applied_or_refused(
     acta_app: Acta, acta_host: Host, direct: Planter
 ) -> None:
@@ -380,11 +374,6 @@ def test_an_operator_limit_on_a_definition_is_applied_or_refused(
     assert outcomes == ["bounced"] and found == [], describe("concurrency_limit", found)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: set_rate_limit(meter) naming a definition that declares no rate_limit is "
-    "accepted and shown by meters(), but its jobs never pass that meter; refuse it or apply it",
-)
 def test_an_operator_rate_on_a_definition_is_applied_or_refused(
     acta_app: Acta, acta_host: Host
 ) -> None:

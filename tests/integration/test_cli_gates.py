@@ -368,6 +368,13 @@ def test_a_rate_set_before_first_use_reads_as_overridden(
     path = tmp_path / "jobs.sqlite3"
     assert main(["schema", "apply", "--database", str(path)]) == 0
     args = ["gates", "rate", "partner-api", "2/s", "--expect-version", "0"]
+    # No definition feeds that meter yet: an override nothing would consult is refused.
+    assert main([*args, "--database", str(path)]) == 2
+    assert "no definition registered here feeds a meter" in capsys.readouterr().err
+    app = Acta(path)
+    app.define("call-partner", rate_limit="10/s", rate_key="partner-api")
+    app.enqueue("call-partner")  # registers the definition; its meter is still unused
+    app.close()
     assert main([*args, "--database", str(path)]) == 0
     assert _query(path, "SELECT rate_override FROM acta_meters") == [(2,)]  # an override
     [meter] = _json(path, capsys)["meters"]

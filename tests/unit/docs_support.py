@@ -206,4 +206,5 @@ def _gates(app: Acta, host: Host) -> None:
     ship_order.enqueue("ORD-22", lane="customer-42")  # blocked behind ORD-21
     (acme,) = [g for g in app.gates() if g.name == "acme"]
     app.set_concurrency_limit(key="acme", limit=3, expected_version=acme.version)
-    app.set_rate_limit("partner-api", "2/s", expected_version=0)  # overridden before first use
+    (carrier,) = app.meters()
+    app.set_rate_limit("carrier-api", "2/s", expected_version=carrier.version)

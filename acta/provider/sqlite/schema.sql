@@ -57,7 +57,8 @@ CREATE TABLE acta_definitions (
     timeout_ms    INTEGER CHECK (timeout_ms IS NULL OR timeout_ms > 0),
     priority      INTEGER NOT NULL,
     audit_level   INTEGER NOT NULL,
-    registered_at TEXT    NOT NULL,
+    registered_at TEXT    NOT NULL, concurrency_limit INTEGER
+    CHECK (concurrency_limit IS NULL OR concurrency_limit >= 1), meter TEXT,
     UNIQUE (namespace_id, name),
     -- What jobs reference: a job's definition and namespace must belong together.
     UNIQUE (id, namespace_id)

@@ -65,6 +65,13 @@ CREATE TABLE {schema}.meters (
     CHECK ((rate_override IS NULL) = (period_override_ms IS NULL))
 );
 
+-- The gates a definition declares, as its latest registration stated them: the limit its own
+-- gate has (NULL: none) and the meter its rate feeds (NULL: no rate). Operator overrides are
+-- refused for a gate or meter no definition declares, since no admission would consult them.
+ALTER TABLE {schema}.definitions ADD COLUMN concurrency_limit integer
+    CHECK (concurrency_limit IS NULL OR concurrency_limit >= 1);
+ALTER TABLE {schema}.definitions ADD COLUMN meter text;
+
 -- The concurrency key a job was enqueued with: part of its identity, never changed.
 ALTER TABLE {schema}.jobs ADD COLUMN concurrency_key text;
 

@@ -12,9 +12,11 @@ ON CONFLICT (name) DO NOTHING;
 -- name: ensure_definition
 -- A producer never overwrites policy; only a worker registration does (register_definition).
 INSERT INTO {schema}.definitions
-    (namespace_id, name, max_attempts, backoff, timeout_ms, priority, audit_level, registered_at)
+    (namespace_id, name, max_attempts, backoff, timeout_ms, priority, audit_level, registered_at,
+     concurrency_limit, meter)
 SELECT n.id, :name::text, :max_attempts::smallint, :backoff::text, :timeout_ms::bigint,
-       :priority::smallint, :audit_level::smallint, COALESCE(:now::timestamptz, now())
+       :priority::smallint, :audit_level::smallint, COALESCE(:now::timestamptz, now()),
+       :concurrency_limit::integer, :meter::text
 FROM {schema}.namespaces n
 WHERE n.name = :namespace
 ON CONFLICT (namespace_id, name) DO NOTHING;

@@ -4,9 +4,11 @@
 -- name: register_definition
 -- A worker registration states the policy its build declares; the latest build wins.
 INSERT INTO {schema}.definitions
-    (namespace_id, name, max_attempts, backoff, timeout_ms, priority, audit_level, registered_at)
+    (namespace_id, name, max_attempts, backoff, timeout_ms, priority, audit_level, registered_at,
+     concurrency_limit, meter)
 SELECT n.id, :name::text, :max_attempts::smallint, :backoff::text, :timeout_ms::bigint,
-       :priority::smallint, :audit_level::smallint, COALESCE(:now::timestamptz, now())
+       :priority::smallint, :audit_level::smallint, COALESCE(:now::timestamptz, now()),
+       :concurrency_limit::integer, :meter::text
 FROM {schema}.namespaces n
 WHERE n.name = :namespace
 ON CONFLICT (namespace_id, name) DO UPDATE SET
@@ -15,7 +17,9 @@ ON CONFLICT (namespace_id, name) DO UPDATE SET
     timeout_ms    = excluded.timeout_ms,
     priority      = excluded.priority,
     audit_level   = excluded.audit_level,
-    registered_at = excluded.registered_at;
+    registered_at = excluded.registered_at,
+    concurrency_limit = excluded.concurrency_limit,
+    meter         = excluded.meter;
 
 -- name: insert_worker
 -- No row back: this incarnation is already registered (an earlier try committed but its reply

@@ -11,8 +11,10 @@ ON CONFLICT (name) DO NOTHING;
 -- A producer never overwrites policy; only a worker registration does (register_definition).
 WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
 INSERT INTO {schema}.definitions
-    (namespace_id, name, max_attempts, backoff, timeout_ms, priority, audit_level, registered_at)
-SELECT n.id, :name, :max_attempts, :backoff, :timeout_ms, :priority, :audit_level, t.now
+    (namespace_id, name, max_attempts, backoff, timeout_ms, priority, audit_level, registered_at,
+     concurrency_limit, meter)
+SELECT n.id, :name, :max_attempts, :backoff, :timeout_ms, :priority, :audit_level, t.now,
+       :concurrency_limit, :meter
 FROM {schema}.namespaces n, t
 WHERE n.name = :namespace
 ON CONFLICT (namespace_id, name) DO NOTHING;

@@ -173,3 +173,13 @@ SELECT l.id AS lane_id, l.name
 FROM {schema}.lanes l
 WHERE l.namespace_id = :namespace_id
   AND l.name IN (SELECT value FROM json_each(:names));
+
+-- name: declared_limit
+-- What the latest registration of a definition declared: an override of the definition's
+-- own gate is only accepted where one exists.
+SELECT d.concurrency_limit FROM {schema}.definitions d
+WHERE d.namespace_id = :namespace_id AND d.name = :name;
+
+-- name: meter_declared
+SELECT count(*) AS definitions FROM {schema}.definitions d
+WHERE d.namespace_id = :namespace_id AND d.meter = :name;

@@ -5,8 +5,10 @@
 -- A worker registration states the policy its build declares; the latest build wins.
 WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
 INSERT INTO {schema}.definitions
-    (namespace_id, name, max_attempts, backoff, timeout_ms, priority, audit_level, registered_at)
-SELECT n.id, :name, :max_attempts, :backoff, :timeout_ms, :priority, :audit_level, t.now
+    (namespace_id, name, max_attempts, backoff, timeout_ms, priority, audit_level, registered_at,
+     concurrency_limit, meter)
+SELECT n.id, :name, :max_attempts, :backoff, :timeout_ms, :priority, :audit_level, t.now,
+       :concurrency_limit, :meter
 FROM {schema}.namespaces n, t
 WHERE n.name = :namespace
 ON CONFLICT (namespace_id, name) DO UPDATE SET
@@ -15,7 +17,9 @@ ON CONFLICT (namespace_id, name) DO UPDATE SET
     timeout_ms    = excluded.timeout_ms,
     priority      = excluded.priority,
     audit_level   = excluded.audit_level,
-    registered_at = excluded.registered_at;
+    registered_at = excluded.registered_at,
+    concurrency_limit = excluded.concurrency_limit,
+    meter         = excluded.meter;
 
 -- name: insert_worker
 -- No row back: this incarnation is already registered (an earlier try committed but its reply
