@@ -102,11 +102,19 @@ class AsyncHost:
         chosen = worker or self.worker
         for _ in range(SYSTEM_RUNS_PER_TICK):
             ended, name = await chosen.run_one()
+            await self._settled_stops()
             if ended is None or name is None:
                 return TickOutcome.NOTHING_CLAIMED
             if name not in SYSTEM_JOBS:
                 return TickOutcome(ended.value)
         raise HostError(f"system jobs kept running for {SYSTEM_RUNS_PER_TICK} claims in one tick")
+
+    async def _settled_stops(self) -> None:
+        """Let a shutdown that a handler started (``stop`` from inside it) finish before the
+        tick returns: the run is over, so the shutdown has nothing left to wait for, and a
+        tick must leave the ledger as the step left it, however slow the machine."""
+        if self._stopping:
+            await asyncio.gather(*list(self._stopping), return_exceptions=True)
 
     async def advance(self, duration: str | float | timedelta) -> datetime:
         """Move the clock forward, heartbeating every live worker at each interval crossed."""
