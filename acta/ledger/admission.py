@@ -11,6 +11,8 @@ in the caller's transaction.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -22,123 +24,179 @@ from acta.policy.gate import JobGates, MeterState, Rate, meter_decision
 from acta.provider.verb import Verb, execute, fetch_one
 
 
-def admit(
-    job: Claimed,
-    gates: JobGates,
-    worker_id: int,
-    audit: AuditLevel,
-    bounce_after: timedelta,
-    now: datetime | None,
-) -> Verb[Started | Bounced | None]:
-    """Pass ``job`` through its gates and start it, or turn it away; None if its lease is gone.
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """One claimed job to pass through its gates: its audit level, and how far out it goes
+    if a concurrency gate turns it away."""
 
-    A concurrency gate admits while its holders are fewer than the limit in force; a loser is
-    ready again ``bounce_after`` from now. A meter admits by ``acta.policy.gate``; an early
-    arrival keeps the turn it booked and comes back for it. Nothing is held by a job turned
-    away: the gates are checked first, and only a job passing all of them takes its slot."""
-    guard = yield fetch_one(
-        "admit_guard",
-        {"now": now, "job_id": job.job_id, "epoch": job.epoch, "worker_id": worker_id},
-    )
-    if guard is None:
-        return (yield from _refused(job, worker_id, now))
-    at: datetime = guard["now_at"]
-    ns = job.namespace_id
-    gate_id: int | None = None
-    limit: int | None = None
-    if gates.slot_name is not None:
-        gate = yield fetch_one(
-            "gate_take",
-            {
-                "now": now,
-                "namespace_id": ns,
-                "kind": int(gates.slot_kind or 0),
-                "name": gates.slot_name,
-                "slot_limit": gates.slot_limit,
-            },
+    job: Claimed
+    gates: JobGates
+    audit: AuditLevel
+    bounce_after: timedelta
+
+
+@dataclass
+class _Gate:
+    gate_id: int
+    override: int | None
+    held: int
+
+
+def admit(
+    items: Sequence[Admission], worker_id: int, now: datetime | None
+) -> Verb[list[Started | Bounced | None]]:
+    """Pass each job through its gates and start it, or turn it away; None where the lease is
+    gone. One transaction for the batch, answers in the order given.
+
+    A concurrency gate admits while its holders are fewer than the limit in force (the
+    operator's override, else the job's declared limit); a loser is ready again its
+    ``bounce_after`` from now. A meter admits by ``acta.policy.gate``; an early arrival keeps
+    the turn it booked and comes back for it. A job turned away holds nothing.
+
+    Locks follow the one order: every job's runtime row (in id order), then the gate rows,
+    then the meter rows (each in name order); then the decisions are made in the order given,
+    counting the holders and advancing the meters in memory, and written. A batch costs one
+    lock and one commit per gate and meter, however many of its jobs pass them."""
+    answers: dict[int, Started | Bounced | None] = {}
+    live: dict[int, datetime | None] = {}  # job id -> its meter ticket
+    at: datetime | None = None
+    for item in sorted(items, key=lambda i: i.job.job_id):
+        job = item.job
+        guard = yield fetch_one(
+            "admit_guard",
+            {"now": now, "job_id": job.job_id, "epoch": job.epoch, "worker_id": worker_id},
         )
-        gate_id, limit = gate["gate_id"], gate["limit_in_force"]
-        held = yield fetch_one("gate_held", {"gate_id": gate_id})
-        if held["held"] >= gate["limit_in_force"]:
-            detail = {
-                "gate": "concurrency",
-                "key": gates.slot_name,
-                "limit": gate["limit_in_force"],
-            }
-            message = f"{gates.slot_name!r} has all {gate['limit_in_force']} slot(s) taken"
-            return (
-                yield from _bounce(
-                    job,
-                    worker_id,
-                    audit,
-                    at + bounce_after,
-                    guard["ticket_at"],
-                    "concurrency",
-                    gates.slot_name,
-                    message,
-                    detail,
-                    now,
+        if guard is None:
+            answers[job.job_id] = yield from _refused(job, worker_id, now)
+        else:
+            live[job.job_id], at = guard["ticket_at"], guard["now_at"]
+    if at is None:
+        return [answers[i.job.job_id] for i in items]
+    passing = [i for i in items if i.job.job_id in live]
+    gates = yield from _take_gates(passing, now)
+    meters = yield from _take_meters(passing, now)
+    states = {name: state for name, (_, _, state) in meters.items()}
+    for item in passing:
+        job, g = item.job, item.gates
+        gate = None if g.slot_name is None else gates[(int(g.slot_kind or 0), g.slot_name)]
+        limit = None if gate is None else (gate.override or g.slot_limit)
+        if gate is not None and limit is not None and gate.held >= limit:
+            detail = {"gate": "concurrency", "key": g.slot_name, "limit": limit}
+            message = f"{g.slot_name!r} has all {limit} slot(s) taken"
+            answers[job.job_id] = yield from _bounce(
+                item, worker_id, at + item.bounce_after, live[job.job_id], "concurrency",
+                str(g.slot_name), message, detail, now,
+            )  # fmt: skip
+            continue
+        if g.meter is not None:
+            _, rate, state = meters[g.meter]
+            decision = meter_decision(at, states[g.meter], rate, live[job.job_id])
+            states[g.meter] = decision.state
+            if not decision.admit:
+                assert decision.until is not None
+                detail = {"gate": "rate", "key": g.meter, "rate": str(rate)}
+                message = (
+                    f"meter {g.meter!r} ({rate}) has its next turn for this job at "
+                    f"{decision.until.isoformat()}"
                 )
+                answers[job.job_id] = yield from _bounce(
+                    item, worker_id, decision.until, decision.ticket, "rate", g.meter, message,
+                    detail, now,
+                )  # fmt: skip
+                continue
+        if gate is not None:
+            gate.held += 1
+            yield execute(
+                "gate_hold",
+                {"now": now, "job_id": job.job_id, "gate_id": gate.gate_id, "epoch": job.epoch},
             )
-    if gates.meter is not None and gates.rate is not None:
-        meter = yield fetch_one(
-            "meter_take",
-            {
-                "now": now,
-                "namespace_id": ns,
-                "name": gates.meter,
-                "rate": gates.rate.count,
-                "period_ms": gates.rate.period_ms,
-            },
-        )
-        rate = Rate.from_row(meter["rate"], meter["period_ms"])
-        state = MeterState(meter["booked_at"], meter["admitted_at"])
-        decision = meter_decision(at, state, rate, guard["ticket_at"])
+        answers[job.job_id] = yield from _start(item, worker_id, limit, now)
+    for name, (meter_id, _, _) in meters.items():
+        state = states[name]
         yield execute(
             "meter_set",
             {
                 "now": now,
-                "meter_id": meter["meter_id"],
-                "booked_until": decision.state.booked_until,
-                "admitted_until": decision.state.admitted_until,
+                "meter_id": meter_id,
+                "booked_until": state.booked_until,
+                "admitted_until": state.admitted_until,
             },
         )
-        if not decision.admit:
-            assert decision.until is not None
-            detail = {"gate": "rate", "key": gates.meter, "rate": str(rate)}
-            message = f"meter {gates.meter!r} ({rate}) has its next turn for this job at " + (
-                decision.until.isoformat()
-            )
-            return (
-                yield from _bounce(
-                    job,
-                    worker_id,
-                    audit,
-                    decision.until,
-                    decision.ticket,
-                    "rate",
-                    gates.meter,
-                    message,
-                    detail,
-                    now,
-                )
-            )
-    if gate_id is not None:
-        yield execute(
-            "gate_hold", {"now": now, "job_id": job.job_id, "gate_id": gate_id, "epoch": job.epoch}
+    return [answers[i.job.job_id] for i in items]
+
+
+def _take_gates(
+    items: Sequence[Admission], now: datetime | None
+) -> Verb[dict[tuple[int, str], _Gate]]:
+    """Lock each concurrency gate of the batch (creating it on first use) and count its
+    holders; the lock is taken by its own statement, so the count sees every holder
+    committed before it."""
+    wanted: dict[tuple[int, str], Admission] = {}
+    for item in items:
+        g = item.gates
+        if g.slot_name is not None:
+            wanted.setdefault((int(g.slot_kind or 0), g.slot_name), item)
+    out: dict[tuple[int, str], _Gate] = {}
+    for (kind, name), item in sorted(wanted.items()):
+        row = yield fetch_one(
+            "gate_take",
+            {
+                "now": now,
+                "namespace_id": item.job.namespace_id,
+                "kind": kind,
+                "name": name,
+                "slot_limit": item.gates.slot_limit,
+            },
         )
+        held = yield fetch_one("gate_held", {"gate_id": row["gate_id"]})
+        out[(kind, name)] = _Gate(row["gate_id"], row["limit_override"], held["held"])
+    return out
+
+
+def _take_meters(
+    items: Sequence[Admission], now: datetime | None
+) -> Verb[dict[str, tuple[int, Rate, MeterState]]]:
+    """Lock each meter of the batch (creating it on first use); its id, rate in force and
+    horizons."""
+    wanted: dict[str, Admission] = {}
+    for item in items:
+        if item.gates.meter is not None and item.gates.rate is not None:
+            wanted.setdefault(item.gates.meter, item)
+    out: dict[str, tuple[int, Rate, MeterState]] = {}
+    for name, item in sorted(wanted.items()):
+        rate = item.gates.rate
+        assert rate is not None
+        row = yield fetch_one(
+            "meter_take",
+            {
+                "now": now,
+                "namespace_id": item.job.namespace_id,
+                "name": name,
+                "rate": rate.count,
+                "period_ms": rate.period_ms,
+            },
+        )
+        in_force = Rate.from_row(row["rate"], row["period_ms"])
+        out[name] = (row["meter_id"], in_force, MeterState(row["booked_at"], row["admitted_at"]))
+    return out
+
+
+def _start(
+    item: Admission, worker_id: int, limit: int | None, now: datetime | None
+) -> Verb[Started]:
+    job = item.job
     row = yield fetch_one("admit_start", {"now": now, "job_id": job.job_id, "epoch": job.epoch})
     execution = row["executions"]
-    events = []
-    if audited(audit, EventCode.ADMITTED):
-        passed = _gates(gates, limit)
-        events.append(_job_event(job, worker_id, EventCode.ADMITTED, now, detail=passed))
-    if audited(audit, EventCode.EXECUTION_STARTED):
-        events.append(
-            _job_event(job, worker_id, EventCode.EXECUTION_STARTED, now, execution=execution)
+    if audited(item.audit, EventCode.ADMITTED):
+        passed = _gates(item.gates, limit)
+        yield execute(
+            "insert_event", _job_event(job, worker_id, EventCode.ADMITTED, now, detail=passed)
         )
-    for params in events:
-        yield execute("insert_event", params)
+    if audited(item.audit, EventCode.EXECUTION_STARTED):
+        yield execute(
+            "insert_event",
+            _job_event(job, worker_id, EventCode.EXECUTION_STARTED, now, execution=execution),
+        )
     return Started(execution=execution, cancel_requested=bool(row["control"]))
 
 
@@ -173,9 +231,8 @@ def _job_event(
 
 
 def _bounce(
-    job: Claimed,
+    item: Admission,
     worker_id: int,
-    audit: AuditLevel,
     until: datetime,
     ticket: datetime | None,
     gate: str,
@@ -184,6 +241,7 @@ def _bounce(
     detail: dict[str, Any],
     now: datetime | None,
 ) -> Verb[Bounced]:
+    job, audit = item.job, item.audit
     yield execute(
         "bounce",
         {"now": now, "job_id": job.job_id, "epoch": job.epoch, "until": until, "ticket": ticket},

@@ -1,4 +1,4 @@
-"""The committer: a worker's starts and settles, group-committed.
+"""The committer: a worker's starts, admissions and settles, group-committed.
 
 Runs whose writes of one kind are ready together share one transaction: runs that finish while
 a settle transaction is in flight queue up and go together in the next one. Nothing waits for a
@@ -13,11 +13,12 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
+from acta.ledger.admission import Admission, admit
 from acta.ledger.claim import start_many
 from acta.ledger.facade import Ledger
 from acta.ledger.transition import apply_transitions
 from acta.model.codes import JobStatus
-from acta.model.rows import Claimed, Started, Transition
+from acta.model.rows import Bounced, Claimed, Started, Transition
 from acta.runtime.identity import Identity
 
 C = TypeVar("C")
@@ -70,10 +71,19 @@ class Committer:
             self._start_batch
         )
         self._settles: GroupCommit[Transition, JobStatus | None] = GroupCommit(self._settle_batch)
+        self._admissions: GroupCommit[Admission, Started | Bounced | None] = GroupCommit(
+            self._admit_batch
+        )
 
     async def start(self, job: Claimed, audit_started: bool) -> Started | None:
         """Start one run; None when its lease is gone (the refused write is recorded)."""
         return await self._starts.submit((job, audit_started))
+
+    async def admit(self, item: Admission) -> Started | Bounced | None:
+        """Pass one claimed job through its gates and start it: Bounced if a gate turned it
+        away, None when its lease is gone. Jobs waiting for admission together share one
+        transaction: one lock and one commit per gate and meter for all of them."""
+        return await self._admissions.submit(item)
 
     async def settle(self, plan: Transition) -> JobStatus | None:
         """Apply one run's final transition; the status written, or None when fenced."""
@@ -85,6 +95,11 @@ class Committer:
         return await ledger.run_async(
             lambda: start_many(items, worker_id, now, fused), name="start"
         )
+
+    async def _admit_batch(self, items: Sequence[Admission]) -> list[Started | Bounced | None]:
+        ledger = self.ledger
+        worker_id, now = self.identity.worker_id, ledger.now()
+        return await ledger.run_async(lambda: admit(items, worker_id, now), name="admit")
 
     async def _settle_batch(self, plans: Sequence[Transition]) -> list[JobStatus | None]:
         ledger = self.ledger

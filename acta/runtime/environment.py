@@ -18,7 +18,7 @@ from typing import Any
 
 from acta.clock import Clock
 from acta.definition import JobDefinition
-from acta.ledger.admission import admit
+from acta.ledger.admission import Admission
 from acta.ledger.facade import Ledger
 from acta.model.codes import AuditLevel
 from acta.model.rows import Bounced, Claimed, Started
@@ -73,13 +73,9 @@ class RunEnv:
     async def admit(
         self, job: Claimed, gates: JobGates, audit: AuditLevel
     ) -> Started | Bounced | None:
-        """Pass a claimed job through its gates and start it, in one transaction; Bounced if a
-        gate turned it away, None if its lease is gone."""
-        ledger, worker_id = self.ledger, self.identity.worker_id
-        now, wait = ledger.now(), bounce_delay(self.rng)
-        return await ledger.run_async(
-            lambda: admit(job, gates, worker_id, audit, wait, now), name="admit"
-        )
+        """Pass a claimed job through its gates and start it (group-committed with other
+        admissions); Bounced if a gate turned it away, None if its lease is gone."""
+        return await self.committer.admit(Admission(job, gates, audit, bounce_delay(self.rng)))
 
     def definition(self, name: str) -> JobDefinition[Any, Any] | None:
         return self.registry.get(name)

@@ -45,12 +45,12 @@ WHERE r.job_id = :job_id AND r.lease_epoch = :epoch AND r.status = 20
 FOR UPDATE;
 
 -- name: gate_take
--- Lock a concurrency gate, creating it on first use; the limit in force is the operator's
--- override, else the limit this job declares.
+-- Lock a concurrency gate, creating it on first use; with the operator's override (the limit
+-- in force over what each job declares, when set).
 INSERT INTO {schema}.gates (namespace_id, kind, name, slot_limit, updated_at)
 VALUES (:namespace_id, :kind, :name, :slot_limit, COALESCE(:now::timestamptz, now()))
 ON CONFLICT (namespace_id, kind, name) DO UPDATE SET slot_limit = excluded.slot_limit
-RETURNING id AS gate_id, COALESCE(limit_override, :slot_limit::integer) AS limit_in_force;
+RETURNING id AS gate_id, limit_override;
 
 -- name: gate_held
 SELECT count(*) AS held FROM {schema}.gate_holds WHERE gate_id = :gate_id;
