@@ -9,7 +9,8 @@ change applies to the next job admitted, on every worker, without a restart.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -47,21 +48,13 @@ def set_limit(
                 "override the limit of a definition declaring concurrency_limit, so that its "
                 "admissions consult it; or a concurrency key with key=",
             )
-    row = yield fetch_one(
-        "gate_override", {**key, "now": now, "limit": limit, "expected": expected_version}
-    )
-    if row is None and expected_version == 0:
-        if limit is None:
-            current = yield fetch_one("gate_version", key)
-            if current is None:
-                return 0  # nothing to clear on a gate nobody has used
-        else:
-            row = yield fetch_one("gate_create", {**key, "now": now, "limit": limit})
-    if row is None:
-        current = yield fetch_one("gate_version", key)
-        if _already(current, expected_version, current and current["limit_override"] == limit):
-            return expected_version + 1
-        raise _conflict(f"{kind.label} gate {name!r}", expected_version, current)
+    target = _Row(f"{kind.label} gate {name!r}", "gate", key)
+    version, wrote = yield from _swap(
+        target, {"limit": limit}, expected_version, now,
+        lambda current: current["limit_override"] == limit,
+    )  # fmt: skip
+    if not wrote:
+        return version
     shown = "cleared (declared limit back in force)" if limit is None else f"set to {limit}"
     yield from _event(
         namespace_id,
@@ -69,7 +62,6 @@ def set_limit(
         f"concurrency limit of {kind.label} {name!r} {shown}",
         {"gate": kind.label, "name": name, "limit": limit},
     )
-    version: int = row["version"]
     return version
 
 
@@ -99,25 +91,14 @@ def set_rate(
         "rate": None if rate is None else rate.count,
         "period_ms": None if rate is None else rate.period_ms,
     }
-    row = yield fetch_one(
-        "meter_override", {**key, **values, "now": now, "expected": expected_version}
-    )
-    if row is None and expected_version == 0:
-        if rate is None:
-            current = yield fetch_one("meter_version", key)
-            if current is None:
-                return 0
-        else:
-            row = yield fetch_one("meter_create", {**key, **values, "now": now})
-    if row is None:
-        current = yield fetch_one("meter_version", key)
-        same = current is not None and (
-            current["rate_override"],
-            current["period_override_ms"],
-        ) == (values["rate"], values["period_ms"])
-        if _already(current, expected_version, same):
-            return expected_version + 1
-        raise _conflict(f"meter {meter!r}", expected_version, current)
+    target = _Row(f"meter {meter!r}", "meter", key)
+    version, wrote = yield from _swap(
+        target, values, expected_version, now,
+        lambda current: (current["rate_override"], current["period_override_ms"])
+        == (values["rate"], values["period_ms"]),
+    )  # fmt: skip
+    if not wrote:
+        return version
     shown = "cleared (declared rate back in force)" if rate is None else f"set to {rate}"
     yield from _event(
         namespace_id,
@@ -125,8 +106,45 @@ def set_rate(
         f"rate of meter {meter!r} {shown}",
         {"meter": meter, "rate": None if rate is None else str(rate)},
     )
-    version: int = row["version"]
     return version
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """A gate or meter row an override changes: how to name it, its statements' prefix
+    (``gate_override``, ``gate_create``, ``gate_version``; the same for ``meter``), its key."""
+
+    what: str
+    prefix: str
+    key: dict[str, Any]
+
+
+def _swap(
+    row: _Row,
+    values: dict[str, Any],
+    expected: int,
+    now: datetime | None,
+    same: Callable[[dict[str, Any]], bool],
+) -> Verb[tuple[int, bool]]:
+    """The compare-and-set of an override: (new version, whether this call wrote it). A row
+    nobody has used is created at version 1 when expected is 0; clearing such a row is a
+    no-op at version 0. ``same`` tells whether the current row holds exactly ``values``."""
+    clearing = all(v is None for v in values.values())
+    params = {**row.key, **values, "now": now}
+    written = yield fetch_one(f"{row.prefix}_override", {**params, "expected": expected})
+    if written is None and expected == 0:
+        if clearing:
+            current = yield fetch_one(f"{row.prefix}_version", row.key)
+            if current is None:
+                return 0, False  # nothing to clear on a row nobody has used
+        else:
+            written = yield fetch_one(f"{row.prefix}_create", params)
+    if written is None:
+        current = yield fetch_one(f"{row.prefix}_version", row.key)
+        if _already(current, expected, current is not None and same(current)):
+            return expected + 1, False
+        raise _conflict(row.what, expected, current)
+    return int(written["version"]), True
 
 
 def gates(namespace: str) -> Verb[list[GateInfo]]:
