@@ -117,8 +117,6 @@ class JobGates:
         return self.slot_name is not None or self.meter is not None
 
 
-KEY_GATE = GateKind.KEY
-JOB_GATE = GateKind.JOB
 
 
 def gates_for(
@@ -134,9 +132,9 @@ def gates_for(
     slot_kind: int | None = None
     slot_name: str | None = None
     if concurrency_key is not None:
-        slot_kind, slot_name = KEY_GATE, concurrency_key
+        slot_kind, slot_name = GateKind.KEY, concurrency_key
     elif concurrency_limit is not None:
-        slot_kind, slot_name = JOB_GATE, definition
+        slot_kind, slot_name = GateKind.JOB, definition
     meter = None if rate is None else (rate_key or definition)
     return JobGates(slot_kind, slot_name, concurrency_limit or 1, meter, rate)
 

@@ -35,6 +35,7 @@ SERVER_STATEMENTS = frozenset(
         "jobs_by_ref_or_dedup",
         "lanes_lock",
         "fused_promote",
+        "ring",
     }
 )
 

@@ -8,8 +8,3 @@ INSERT INTO {schema}.events
 SELECT t.now, :namespace_id, :job_id, :job_ref, :worker_id, :code, :execution, :epoch,
        :outcome, :reason, :duration_ms, :message, :detail
 FROM t;
-
--- name: ring
--- SQLite has no database bell (workers of other processes poll); the statement exists so every
--- dialect defines the same names, and is never run (a SQLite ledger has no channel).
-SELECT :channel AS channel, :namespace AS namespace;
