@@ -117,8 +117,6 @@ class JobGates:
         return self.slot_name is not None or self.meter is not None
 
 
-
-
 def gates_for(
     definition: str,
     concurrency_key: str | None,
