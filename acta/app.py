@@ -9,6 +9,7 @@ made of, so the runtime never sees the application.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -23,6 +24,7 @@ from acta.errors import ConfigurationError
 from acta.ids import JobRef
 from acta.ledger.facade import Ledger
 from acta.names import validate_job_name, validate_namespace, validate_schema_name
+from acta.outcome import SignalOutcome
 from acta.policy.job import JobPolicy
 from acta.producer import Producer
 from acta.provider.factory import open_provider
@@ -31,6 +33,7 @@ from acta.reader import Reader
 from acta.registry import JobLike, Registry
 from acta.runtime.deployment import Deployment
 from acta.runtime.worker import Worker
+from acta.waiting import wait_for
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -221,6 +224,35 @@ class Acta(Reader):
     ) -> list[JobRef]:
         """Async twin of ``enqueue_batch``."""
         return await self.producer.enqueue_batch_async(requests, connection=connection)
+
+    # -- results ------------------------------------------------------------------------
+
+    def _after_signal(self, outcome: SignalOutcome) -> None:
+        if outcome is SignalOutcome.RELEASED:
+            self.bell.ring_all()
+
+    async def wait_async(self, ref: JobRef | str, *, timeout: Any = None) -> Any:
+        """Wait until the job is terminal and return its result; JobFailedError if it failed
+        or was cancelled, WaitTimeoutError if ``timeout`` passes first (the job goes on)."""
+        return await wait_for(self, JobRef.coerce(ref), timeout)
+
+    def wait(self, ref: JobRef | str, *, timeout: Any = None) -> Any:
+        """Blocking ``wait_async`` (not from inside a running event loop)."""
+        return asyncio.run(self.wait_async(ref, timeout=timeout))
+
+    async def run_and_wait_async(
+        self, job: JobLike, input: object = None, *, timeout: Any = None, **options: Any
+    ) -> Any:
+        """Enqueue a job and wait for its outcome: its result, or JobFailedError."""
+        ref = await self.enqueue_async(job, input, **options)
+        return await self.wait_async(ref, timeout=timeout)
+
+    def run_and_wait(
+        self, job: JobLike, input: object = None, *, timeout: Any = None, **options: Any
+    ) -> Any:
+        """Blocking ``run_and_wait_async`` (not from inside a running event loop)."""
+        ref = self.enqueue(job, input, **options)
+        return self.wait(ref, timeout=timeout)
 
     # -- workers --------------------------------------------------------------------------
 

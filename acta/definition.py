@@ -32,6 +32,7 @@ from acta.names import validate_job_name, validate_key, validate_tags
 from acta.policy.gate import JobGates, gates_for
 from acta.policy.job import KEY_MAX, JobPolicy, validate_priority
 from acta.shape import check_supported, codec_for, to_data
+from acta.sync_context import SyncJobContext
 
 I = TypeVar("I")  # noqa: E741 - the conventional name for an input type variable
 R = TypeVar("R")
@@ -104,7 +105,7 @@ class JobDefinition(Generic[I, R]):
                 raise ConfigurationError(
                     f"job {self.name!r}: *args/**kwargs handlers are not supported"
                 )
-            if hints.get(p.name) is JobContext or (
+            if hints.get(p.name) in (JobContext, SyncJobContext) or (
                 p.name in ("ctx", "context") and p.name not in hints
             ):
                 self.context_param = p.name
@@ -201,6 +202,10 @@ class JobRequest:
     tags: tuple[str, ...]
     lane: str | None = None
     concurrency_key: str | None = None
+    deadline_at: datetime | None = None
+    deadline_in: timedelta | None = None
+    """A deadline given as a duration: counted from the enqueue."""
+    deadline_strict: bool = True
 
     @classmethod
     def build(
@@ -217,6 +222,8 @@ class JobRequest:
         tags: Iterable[str] = (),
         lane: str | None = None,
         concurrency_key: str | None = None,
+        deadline: datetime | str | float | timedelta | None = None,
+        deadline_policy: str = "strict",
     ) -> JobRequest:
         if delay is not None and not_before is not None:
             raise ValidationError(
@@ -229,6 +236,16 @@ class JobRequest:
             wait = _ceil_ms(parse_duration(delay, field="delay", allow_zero=True))
         if not_before is not None:
             run_at = check_instant(not_before, "not_before")
+        if deadline_policy not in ("strict", "advisory"):
+            raise ValidationError(
+                "deadline_policy", f"got {deadline_policy!r}", "'strict' or 'advisory'"
+            )
+        deadline_at: datetime | None = None
+        deadline_in: timedelta | None = None
+        if isinstance(deadline, datetime):
+            deadline_at = check_instant(deadline, "deadline")
+        elif deadline is not None:
+            deadline_in = _ceil_ms(parse_duration(deadline, field="deadline"))
         return cls(
             definition=definition,
             payload=encode_input(definition, input, payload_cap),
@@ -254,6 +271,9 @@ class JobRequest:
                 if concurrency_key is None
                 else validate_key(concurrency_key, field="concurrency_key", max_length=KEY_MAX)
             ),
+            deadline_at=deadline_at,
+            deadline_in=deadline_in,
+            deadline_strict=deadline_policy == "strict",
         )
 
 

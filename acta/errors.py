@@ -79,3 +79,53 @@ class DatabaseUnavailableError(ActaError):
 class ConflictError(ActaError):
     """The ledger kept changing under an operation that reads before it writes; nothing was
     written and the call may simply be repeated."""
+
+
+class StepInterruptedError(ActaError):
+    """An at-most-once step began in an earlier execution and recorded no outcome (its worker
+    died, or its body raised): acta does not call the body again.
+
+    The body ran zero times or once, and acta cannot tell which. Reconcile with the system the
+    step talked to (look the effect up by a key you can recompute, such as the job ref plus the
+    step name), then carry on, fail, or alert. Left uncaught, it fails the job for good with
+    reason ``step-interrupted``.
+    """
+
+    def __init__(self, step: str, execution: int, error: str | None = None) -> None:
+        self.step = step
+        self.execution = execution
+        self.error = error
+        how = (
+            f"its body raised: {error.splitlines()[0]}"
+            if error
+            else "no outcome was recorded (the worker may have died while it ran)"
+        )
+        super().__init__(
+            f"at-most-once step {step!r} began in execution {execution} and {how}; its body is "
+            "not run again: reconcile with the system it called"
+        )
+
+
+class StepConflictError(ActaError, ValueError):
+    """One execution used a step name twice with two different bodies: names identify steps,
+    so a name must mean one piece of work."""
+
+
+class LeaseLostError(ActaError):
+    """A durable write was refused: this run no longer holds its job's lease (another worker
+    may be running it). The run is stopped; nothing it writes from now on is kept."""
+
+
+class JobFailedError(ActaError):
+    """A job waited for (``run_and_wait``, ``wait``) ended failed or cancelled."""
+
+    def __init__(self, ref: object, status: str, error: str | None) -> None:
+        self.ref = ref
+        self.status = status
+        self.error = error
+        detail = f": {error.splitlines()[0]}" if error else ""
+        super().__init__(f"job {ref} ended {status}{detail}")
+
+
+class WaitTimeoutError(ActaError, TimeoutError):
+    """A wait for a job's outcome ran out of time; the job itself goes on."""

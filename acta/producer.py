@@ -9,7 +9,7 @@ workers claim at once. It knows the registry and the ledger, never the applicati
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from acta.bell import ProcessBell
@@ -24,6 +24,13 @@ from acta.registry import JobLike, Registry
 
 _MS = timedelta(milliseconds=1)
 Written = tuple[list[Enqueued], Catalog]
+
+
+def deadline_of(request: JobRequest, now: datetime) -> datetime | None:
+    """A request's deadline as an instant (a duration counts from ``now``, the enqueue)."""
+    if request.deadline_in is not None:
+        return now + request.deadline_in
+    return request.deadline_at
 
 
 class Producer:
@@ -129,6 +136,8 @@ class Producer:
                 audit_level=r.definition.policy.audit,
                 lane=r.lane,
                 concurrency_key=r.concurrency_key,
+                deadline_at=deadline_of(r, ledger.clock.now()),
+                deadline_strict=r.deadline_strict,
             )
             for r, (_, text) in zip(requests, made, strict=True)
         ]

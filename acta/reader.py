@@ -21,15 +21,15 @@ from acta.ledger.facade import Ledger
 from acta.model.codes import JobStatus
 from acta.model.rows import EventInfo, JobInfo, WorkerInfo
 from acta.names import validate_job_name
-from acta.overrides import Overrides
 from acta.registry import Registry
 from acta.shape import from_data
+from acta.signals import Signals
 
 T = TypeVar("T")
 MAX_PAGE = 1000
 
 
-class Reader(Overrides):
+class Reader(Signals):
     """Reads and operator controls over the ledger ``ledger()`` returns."""
 
     def __init__(self, ledger: Callable[[], Ledger], registry: Registry, namespace: str) -> None:

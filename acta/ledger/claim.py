@@ -70,6 +70,12 @@ def _claimed(row: Mapping[str, Any]) -> Claimed:
         lane_id=row["lane_id"],
         concurrency_key=row["concurrency_key"],
         ticket_at=row["ticket_at"],
+        parent_id=row["parent_id"],
+        root_id=row["root_id"],
+        deadline_at=row["deadline_at"],
+        deadline_strict=bool(row["deadline_strict"]),
+        parent_ref=row["parent_ref"],
+        root_ref=row["root_ref"],
     )
 
 

@@ -46,7 +46,12 @@ def check_reason(reason: str) -> str:
 
 
 def cancel(
-    job_ref: str, namespace: str | None, reason: str, now: datetime | None
+    job_ref: str,
+    namespace: str | None,
+    reason: str,
+    now: datetime | None,
+    *,
+    code: Reason = Reason.OPERATOR,
 ) -> Verb[JobStatus]:
     """Cancel a waiting job at once, or flag a running one; returns the resulting status."""
     check_reason(reason)
@@ -77,7 +82,7 @@ def cancel(
                         info.job_ref,
                         EventCode.CANCEL_REQUESTED,
                         epoch=info.lease_epoch,
-                        reason=int(Reason.OPERATOR),
+                        reason=int(code),
                         message=reason,
                     ),
                 )
@@ -90,7 +95,7 @@ def cancel(
             epoch=info.lease_epoch,
             expect=(info.status,),
             status=JobStatus.CANCELLED,
-            events=(EventRecord(EventCode.CANCELLED, reason=Reason.OPERATOR, message=reason),),
+            events=(EventRecord(EventCode.CANCELLED, reason=code, message=reason),),
         )
         if (yield from apply_transition(plan, now)) is not None:
             return JobStatus.CANCELLED

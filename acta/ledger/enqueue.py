@@ -75,7 +75,7 @@ def enqueue(
         needed = [specs[name] for name in dict.fromkeys(job.definition for job in jobs)]
         known = yield from ensure_definitions(namespace, needed, now, "ensure_definition")
     namespace_id, definition_ids = known
-    if fused and not any(job.lane is not None for job in jobs):
+    if fused and not any(job.portable_only for job in jobs):
         written = yield from _fused(namespace, namespace_id, definition_ids, jobs, now, channel)
     else:
         written = yield from _portable(namespace_id, definition_ids, jobs, now, fused)
@@ -141,12 +141,23 @@ def _portable(
                 "concurrency_key": job.concurrency_key,
                 "input_codec": job.input_codec,
                 "input": job.input,
+                "deadline_at": job.deadline_at,
+                "deadline_strict": job.deadline_strict,
+                "parent_id": job.parent_id,
+                "root_id": job.root_id,
+                "child_name": job.child_name,
             },
         )
         if row is None:
             holder = yield fetch_one(
                 "job_by_ref_or_dedup_key",
-                {"namespace_id": namespace_id, "job_ref": job.job_ref, "dedup_key": job.dedup_key},
+                {
+                    "namespace_id": namespace_id,
+                    "job_ref": job.job_ref,
+                    "dedup_key": job.dedup_key,
+                    "parent_id": job.parent_id,
+                    "child_name": job.child_name,
+                },
             )
             out.append(_resolve(job, holder))
             continue

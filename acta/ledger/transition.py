@@ -15,6 +15,7 @@ from typing import Any
 
 from acta.ledger.events import event_params, worker_event
 from acta.ledger.lane import promote, promote_lanes
+from acta.ledger.latch import ready_instead, release_latch, wait_satisfied
 from acta.model.codes import AuditLevel, EventCode, JobStatus, Reason
 from acta.model.rows import EventRecord, LapsedLease, RecoveryReport, Transition
 from acta.policy.recovery import recovery_transition
@@ -75,6 +76,8 @@ def apply_transition(plan: Transition, now: datetime | None) -> Verb[JobStatus |
         return None
     if guard["control"] and plan.on_cancel is not None:
         plan = plan.on_cancel
+    if plan.wait is not None and (yield from wait_satisfied(plan, guard["open_children"])):
+        plan = ready_instead(plan)  # what it would wait for is here: no need to leave
     yield execute(
         "transition",
         {
@@ -83,6 +86,7 @@ def apply_transition(plan: Transition, now: datetime | None) -> Verb[JobStatus |
             "epoch": plan.epoch,
             "status": int(plan.status),
             "delay_ms": plan.delay_ms,
+            "run_at": plan.run_at,
             "charge": plan.charge,
         },
     )
@@ -97,6 +101,8 @@ def apply_transition(plan: Transition, now: datetime | None) -> Verb[JobStatus |
         yield execute("release_hold", {"job_id": plan.job_id})  # the lease ends: so does its slot
     if guard["lane_id"] is not None and plan.status.terminal:
         yield from promote(guard["lane_id"], plan.job_id, now)
+    if guard["parent_id"] is not None and plan.status.terminal:
+        yield from release_latch(plan.job_id, now)
     return plan.status
 
 
@@ -188,7 +194,7 @@ def apply_transitions(
     Fused, the worker writes go out as one statement; a plan it left out (fenced, or a cancel
     request pending) takes the portable path, which records the fence or applies on_cancel."""
     done: set[int] = set()
-    fast = [p for p in plans if p.owner is not None and not p.lapsed]
+    fast = [p for p in plans if p.owner is not None and not p.lapsed and _plain(p)]
     if fused and fast:
         # Alone (its own transaction) only when no run ends in a lane: a lane's promotion
         # must commit with the settle that ends its head.
@@ -202,13 +208,22 @@ def apply_transitions(
         ]
         if ended:
             yield from promote_lanes(ended, now, fused)
+        children = {p.job_id for p in fast if p.parent_id is not None}
+        for row in rows:
+            if row["job_id"] in children and JobStatus(row["status"]).terminal:
+                yield from release_latch(row["job_id"], now)
     out: list[JobStatus | None] = []
     for plan in plans:
-        if plan.job_id in done and plan.owner is not None and not plan.lapsed:
+        if plan.job_id in done and plan.owner is not None and not plan.lapsed and _plain(plan):
             out.append(plan.status)
         else:
             out.append((yield from apply_transition(plan, now)))
     return out
+
+
+def _plain(plan: Transition) -> bool:
+    """Whether the fused settle can write this plan (it knows no wait and no fixed instant)."""
+    return plan.wait is None and plan.run_at is None
 
 
 def _fused_settle_params(plans: Sequence[Transition], now: datetime | None) -> dict[str, object]:

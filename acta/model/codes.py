@@ -63,8 +63,20 @@ class EventCode(Coded):
     FAILED = 21, "The job reached failed."
     CANCELLED = 22, "The job reached cancelled."
     CANCEL_REQUESTED = 23, "Cancellation was asked for while the job was running."
+    SUSPENDED = 24, "The job left its worker to wait (sleep, signal, children); message says why."
+    SIGNALLED = 25, "A signal was sent to the job; message names it."
+    RELEASED = 26, "A signal or the last child released the job's wait: it is ready again."
+    RESCHEDULED = 27, "The handler asked to run again at next_run_at (no attempt spent)."
+    PAUSED = 28, "The job was paused and waits for an operator to resume it."
+    RESUMED = 29, "An operator resumed a paused job."
     LEASE_LOST = 30, "A lease lapsed; recovery took the job back from its worker."
     WRITE_FENCED = 31, "A worker write was refused because the lease epoch moved on."
+    STEP_BEGUN = 40, "An at-most-once step recorded its intent; its body runs next, at most once."
+    STEP_COMPLETED = 41, "A durable step's result was recorded; re-entry returns it."
+    STEP_INTERRUPTED = 42, "An at-most-once step was found begun without an outcome."
+    CHILDREN_SPAWNED = 43, "The job enqueued child jobs; message says how many."
+    NOTE = 44, "A note the handler wrote to its timeline."
+    ALERT_OPENED = 45, "The handler opened an alert."
     WORKER_STARTED = 50, "A worker incarnation registered."
     WORKER_STOPPED = 51, "A worker shut down cleanly."
     WORKER_DIED = 52, "A silent worker was declared dead by recovery."
@@ -77,6 +89,9 @@ class Outcome(Coded):
     CANCELLED = 4, "The run stopped because the job was cancelled."
     INTERRUPTED = 5, "The worker stopped the run (shutdown) and handed the job back."
     REARMED = 6, "A recurring run finished and re-armed its job."
+    SUSPENDED = 7, "The run parked the job on a durable wait."
+    RESCHEDULED = 8, "The handler asked to run again later."
+    PAUSED = 9, "The handler paused the job for an operator."
 
 
 class Reason(Coded):
@@ -92,6 +107,11 @@ class Reason(Coded):
     WORKER_SILENT = 9, "The worker missed seven heartbeats."
     RESULT_UNENCODABLE = 10, "The handler's return value could not be encoded."
     CLEAN_EXIT = 11, "The worker exited normally."
+    DEADLINE = 12, "The job's strict deadline passed."
+    WAIT_TIMED_OUT = 13, "A signal or children wait expired before it was released."
+    STEP_INTERRUPTED = 14, "An at-most-once step began and never recorded an outcome."
+    HANDLER_DECIDED = 15, "The handler ended its run on purpose (fail, cancel, pause, reschedule)."
+    PARENT_GAVE_UP = 16, "The parent's bounded wait expired before this child finished."
 
 
 class WorkerStatus(Coded):
@@ -111,6 +131,28 @@ class GateKind(Coded):
     JOB = 2, "Named by a definition with a concurrency_limit."
 
 
+class WaitKind(Coded):
+    SLEEP = 1, "A durable sleep: due at its armed instant."
+    SIGNAL = 2, "A wait for a named signal, with an optional timeout."
+    CHILDREN = 3, "A wait for the job's unfinished children, with an optional timeout."
+
+
+class StepState(Coded):
+    BEGUN = 1, "An at-most-once step's intent is recorded; no outcome yet."
+    COMPLETED = 2, "The step's result is stored; re-entry returns it without running the body."
+    INTERRUPTED = 3, "Begun and never completed (or its at-most-once body raised): not run again."
+
+
+class AlertKind(Coded):
+    MANUAL = 1, "Opened by a handler with ctx.alert."
+
+
+class AlertSeverity(Coded):
+    INFO = 1, "For the record."
+    WARNING = 2, "Someone should look."
+    CRITICAL = 3, "Someone should act now."
+
+
 class Control(Coded):
     NONE = 0, "No pending request."
     CANCEL = 1, "Cancel the job when its current run ends."
@@ -125,12 +167,26 @@ FAMILIES: dict[type[Coded], str] = {
     AuditLevel: "audit_level",
     Control: "control",
     GateKind: "gate_kind",
+    WaitKind: "wait_kind",
+    StepState: "step_state",
+    AlertKind: "alert_kind",
+    AlertSeverity: "alert_severity",
 }
 
 ALL_FAMILIES: tuple[type[Coded], ...] = tuple(FAMILIES)
 
 # Events that the FAILURES audit level keeps; lease safety events are always written.
-ALWAYS_AUDITED = frozenset({EventCode.LEASE_LOST, EventCode.WRITE_FENCED})
+# Notes, alerts and interrupted at-most-once steps are the handler's own words or an ambiguity
+# someone must reconcile: written at every audit level.
+ALWAYS_AUDITED = frozenset(
+    {
+        EventCode.LEASE_LOST,
+        EventCode.WRITE_FENCED,
+        EventCode.NOTE,
+        EventCode.ALERT_OPENED,
+        EventCode.STEP_INTERRUPTED,
+    }
+)
 FAILURE_EVENTS = frozenset({EventCode.RETRY_SCHEDULED, EventCode.FAILED}) | ALWAYS_AUDITED
 
 

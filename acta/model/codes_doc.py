@@ -33,8 +33,9 @@ _ABOUT: dict[str, tuple[str, str]] = {
         "Where a job is in its life.",
         "Stored in `runtime.status`; shown as `status` in `jobs_view`. Codes of 100 and "
         "above are terminal: the job will not run again. `blocked` is a lane member behind "
-        "its lane's head. `suspended` and `paused` are reserved for durable waits and operator "
-        "pause; this release never sets them.",
+        "its lane's head. `suspended` is a job parked on a durable wait (sleep, signal, "
+        "children): it holds no lease and is claimed again when its timer is due or a signal or "
+        "its last child releases it. `paused` waits for an operator to resume it.",
     ),
     "event": (
         "What an event in the ledger records.",
@@ -42,7 +43,9 @@ _ABOUT: dict[str, tuple[str, str]] = {
         "(`worker-*`) have no job; `rearmed` is written by recurring system jobs such as "
         "`sys.recovery`. `admitted`, `bounced` and `promoted` come from the gates "
         "(guide/ordering.md); a bounce's `detail` is JSON naming the gate, its key and when "
-        "the job comes back.",
+        "the job comes back. `step-*`, `suspended`, `released`, `signalled` and "
+        "`children-spawned` come from durable execution (guide/durable-execution.md); `note` "
+        "and `alert-opened` are written at every audit level.",
     ),
     "outcome": (
         "How one handler run ended.",
@@ -62,10 +65,28 @@ _ABOUT: dict[str, tuple[str, str]] = {
         "What names a concurrency gate.",
         "Stored in `gates.kind`; shown as `kind` in `gates_view`.",
     ),
+    "wait_kind": (
+        "What a durable wait waits for.",
+        "Stored in `waits.kind`; shown as `kind` in `waits_view` and in `waiting_for` of "
+        "`jobs_view`.",
+    ),
+    "step_state": (
+        "Where a durable step is.",
+        "Stored in `steps.state`; shown as `state` in `steps_view`.",
+    ),
+    "alert_kind": (
+        "Who opened an alert.",
+        "Stored in `alerts.kind`; shown as `kind` in `alerts_view`.",
+    ),
+    "alert_severity": (
+        "How urgent an alert is.",
+        "Stored in `alerts.severity`; shown as `severity` in `alerts_view`.",
+    ),
     "audit_level": (
         "How many events a job definition writes.",
         "Stored in `definitions.audit_level`; set with `@app.job(..., audit=...)`. Lease "
-        "safety events (`lease-lost`, `write-fenced`) are written at every level.",
+        "safety events (`lease-lost`, `write-fenced`), `note`, `alert-opened` and "
+        "`step-interrupted` are written at every level.",
     ),
     "control": (
         "A pending request on a running job.",

@@ -51,6 +51,17 @@ class NewJob:
     audit_level: AuditLevel
     lane: str | None = None
     concurrency_key: str | None = None
+    deadline_at: datetime | None = None
+    deadline_strict: bool = False
+    parent_id: int | None = None
+    """Set for a child job: its parent, its family's root and its name under the parent."""
+    root_id: int | None = None
+    child_name: str | None = None
+
+    @property
+    def portable_only(self) -> bool:
+        """Whether the one-statement enqueue cannot write it (lanes, lineage, deadlines)."""
+        return self.lane is not None or self.parent_id is not None or self.deadline_at is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +115,12 @@ class Claimed:
     concurrency_key: str | None = None
     ticket_at: datetime | None = None
     """The rate meter turn this job booked earlier, if it holds one."""
+    parent_id: int | None = None
+    root_id: int | None = None
+    deadline_at: datetime | None = None
+    deadline_strict: bool = False
+    parent_ref: str | None = None
+    root_ref: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +180,21 @@ class Transition:
     on_cancel: Transition | None = None
     lane_id: int | None = None
     """The job's lane, if it has one (a settle in a lane must promote in its transaction)."""
+    parent_id: int | None = None
+    """The job's parent, if it is a child (its terminal settle releases the parent's latch)."""
+    run_at: datetime | None = None
+    """An absolute next_run_at (a durable wait's instant); wins over ``delay_ms``."""
+    wait: WaitRef | None = None
+    """For a suspension: the wait it parks on. Checked under the row lock: if it is already
+    satisfied (the signal came, no child is open) the job is made ready instead."""
+
+
+@dataclass(frozen=True, slots=True)
+class WaitRef:
+    """The durable wait a suspension parks on: its kind code and name."""
+
+    kind: int
+    name: str
 
 
 @dataclass(frozen=True, slots=True)

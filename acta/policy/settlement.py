@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import random
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from acta.model.codes import AuditLevel, EventCode, JobStatus, Outcome, Reason, audited
-from acta.model.rows import Claimed, EventRecord, Transition
+from acta.model.rows import Claimed, EventRecord, Transition, WaitRef
 from acta.policy.job import JobPolicy
 
 _MS = timedelta(milliseconds=1)
@@ -61,6 +61,7 @@ def _plan(
         owner=worker_id,
         worker_id=worker_id,
         lane_id=job.lane_id,
+        parent_id=job.parent_id,
         **rest,
     )
 
@@ -240,4 +241,80 @@ def rearmed(
         JobStatus.READY,
         delay_ms=max(1, every // _MS),
         events=audit_events(policy.audit, events),
+    )
+
+
+def suspended(
+    job: Claimed,
+    execution: int,
+    worker_id: int,
+    policy: JobPolicy,
+    *,
+    wait: WaitRef,
+    until: datetime,
+    what: str,
+    duration_ms: int,
+) -> Transition:
+    """The handler parked the job on a durable wait: no attempt spent, no lease kept; the
+    claim brings it back at ``until`` (its timer) unless a signal or its children do first."""
+    events = [
+        EventRecord(
+            EventCode.EXECUTION_FINISHED, execution, Outcome.SUSPENDED, duration_ms=duration_ms
+        ),
+        EventRecord(EventCode.SUSPENDED, execution, message=what),
+    ]
+    return _plan(
+        job,
+        worker_id,
+        JobStatus.EXECUTING,
+        JobStatus.SUSPENDED,
+        run_at=until,
+        wait=wait,
+        events=audit_events(policy.audit, events),
+        on_cancel=cancelled(job, execution, worker_id, policy, duration_ms),
+    )
+
+
+def directed(
+    job: Claimed,
+    execution: int,
+    worker_id: int,
+    policy: JobPolicy,
+    *,
+    status: JobStatus,
+    outcome: Outcome,
+    reason: Reason,
+    message: str,
+    duration_ms: int,
+    run_at: datetime | None = None,
+    delay_ms: int | None = None,
+) -> Transition:
+    """The handler ended its run deliberately (reschedule, fail, cancel, pause), or acta ended
+    it for the job (a strict deadline, a wait that timed out). No attempt is spent: the
+    handler did not fail, it decided."""
+    code = {
+        JobStatus.READY: EventCode.RESCHEDULED,
+        JobStatus.FAILED: EventCode.FAILED,
+        JobStatus.CANCELLED: EventCode.CANCELLED,
+        JobStatus.PAUSED: EventCode.PAUSED,
+    }[status]
+    text = clip(message)
+    events = [
+        EventRecord(
+            EventCode.EXECUTION_FINISHED, execution, outcome, reason, text, duration_ms=duration_ms
+        ),
+        EventRecord(code, execution, reason=reason, message=text),
+    ]
+    return _plan(
+        job,
+        worker_id,
+        JobStatus.EXECUTING,
+        status,
+        run_at=run_at,
+        delay_ms=delay_ms,
+        charge=1 if status is JobStatus.FAILED else 0,
+        events=audit_events(policy.audit, events),
+        on_cancel=None
+        if status.terminal
+        else cancelled(job, execution, worker_id, policy, duration_ms),
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any
@@ -51,6 +52,8 @@ class RunEnv:
         rng: random.Random,
         heartbeat: timedelta,
         retry_settles: bool,
+        namespace: str = "default",
+        ring: Callable[[], None] | None = None,
     ) -> None:
         self.ledger = ledger
         self.registry = registry
@@ -62,6 +65,9 @@ class RunEnv:
         self.rng = rng
         self.heartbeat = heartbeat
         self.retry_settles = retry_settles
+        self.namespace = namespace
+        self.ring = ring
+        """Wakes this process's idle workers (after a handler spawned children)."""
         self.killed = False
         """The process is gone (or behaves as if): no write of any kind from now on."""
         self.giving_up = asyncio.Event()

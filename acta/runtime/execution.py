@@ -10,17 +10,24 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from acta.context import JobContext, job_logger
 from acta.definition import JobDefinition
-from acta.errors import DatabaseUnavailableError, InputDecodeError, PayloadError
+from acta.errors import (
+    DatabaseUnavailableError,
+    InputDecodeError,
+    PayloadError,
+    StepInterruptedError,
+)
 from acta.ids import JobRef
 from acta.model.codes import EventCode, JobStatus, Outcome, Reason, audited
 from acta.model.rows import Bounced, Started, Transition
+from acta.outcome import Cancel, Directive, Fail, Pause, Reschedule
 from acta.policy import settlement
 from acta.policy.gate import NO_GATES
+from acta.runtime.durable import NO_TIMER, DurablePort, EndRun, Suspend
 from acta.runtime.environment import RunEnv
 from acta.runtime.handler import (
     Interrupted,
@@ -31,6 +38,7 @@ from acta.runtime.handler import (
 )
 from acta.runtime.run import Run, RunEnd, Stop
 from acta.runtime.system_jobs import SYSTEM_JOBS, SystemJob
+from acta.sync_context import SyncJobContext
 
 # A start or settle the database could not take is tried again, backing off up to this.
 SETTLE_RETRY_FIRST = timedelta(milliseconds=200)
@@ -86,6 +94,8 @@ async def execute(env: RunEnv, run: Run) -> RunEnd:
     attempt = _Attempt(env, run, definition, execution)
     if system is not None:
         return await _run_system(attempt, system)
+    if attempt.past_deadline():
+        return await attempt.end(Fail("its strict deadline passed"), Reason.DEADLINE)
     try:
         value = decode_input(definition, job)
     except InputDecodeError as exc:
@@ -97,10 +107,18 @@ async def execute(env: RunEnv, run: Run) -> RunEnd:
         )
     try:
         try:
-            returned = await invoke(env, run, definition, attempt.context, policy.timeout, value)
+            returned = await invoke(env, run, definition, attempt.context, attempt.limit(), value)
         finally:
             env.slots.give_back(run)  # the next run may start while this one settles
+    except Suspend as wait:
+        return await attempt.suspend(wait)
+    except EndRun as ended:
+        return await attempt.end(ended.directive, ended.reason)
+    except StepInterruptedError as exc:
+        return await attempt.fail(Outcome.FAILED, Reason.STEP_INTERRUPTED, str(exc), final=True)
     except Interrupted as stop:
+        if stop.reason is Stop.TIMEOUT and attempt.past_deadline():
+            return await attempt.end(Fail("its strict deadline passed"), Reason.DEADLINE)
         if stop.reason is Stop.TIMEOUT:
             if run.thread_running and not attempt.is_last:
                 # A retry must not start beside a thread still running this job (Python cannot
@@ -118,6 +136,8 @@ async def execute(env: RunEnv, run: Run) -> RunEnd:
         return await _interrupted(env, run, definition, execution, attempt.elapsed())
     except Exception as exc:
         return await attempt.fail(Outcome.FAILED, Reason.HANDLER_ERROR, describe(exc))
+    if isinstance(returned, Directive):
+        return await attempt.end(returned, Reason.HANDLER_DECIDED)
     try:
         result = encode_result(definition, returned, env.registry.payload_cap)
     except PayloadError as exc:
@@ -147,19 +167,91 @@ class _Attempt:
     def elapsed(self) -> int:
         return max(0, int((self.env.clock.monotonic() - self.started) * 1000))
 
+    def past_deadline(self) -> bool:
+        job = self.run.job
+        return (
+            job.deadline_strict
+            and job.deadline_at is not None
+            and self.env.clock.now() >= job.deadline_at
+        )
+
+    def limit(self) -> timedelta | None:
+        """The run's time limit: its definition's timeout, or less if a strict deadline is
+        nearer."""
+        timeout, job = self.definition.policy.timeout, self.run.job
+        if not job.deadline_strict or job.deadline_at is None:
+            return timeout
+        left = max(job.deadline_at - self.env.clock.now(), timedelta(0))
+        return left if timeout is None else min(timeout, left)
+
     def context(self) -> JobContext:
         job, ref = self.run.job, JobRef.parse(self.run.job.job_ref)
-        return JobContext(
-            job=ref,
-            name=job.name,
-            attempt=job.attempts + 1,
-            max_attempts=self.definition.policy.max_attempts,
-            execution=self.execution,
-            created_at=job.created_at,
-            correlation_key=job.correlation_key,
-            logger=job_logger(job.name, ref, self.execution),
-            cancellation=self.run.cancellation,
+        env, definition = self.env, self.definition
+        fields: dict[str, Any] = {
+            "job": ref,
+            "name": job.name,
+            "attempt": job.attempts + 1,
+            "max_attempts": definition.policy.max_attempts,
+            "execution": self.execution,
+            "created_at": job.created_at,
+            "correlation_key": job.correlation_key,
+            "logger": job_logger(job.name, ref, self.execution),
+            "cancellation": self.run.cancellation,
+            "parent": None,
+            "root": None,
+            "deadline": job.deadline_at,
+            "deadline_policy": None
+            if job.deadline_at is None
+            else ("strict" if job.deadline_strict else "advisory"),
+            "ops": DurablePort(env, self.run, definition, self.execution),
+            "now": env.clock.now,
+        }
+        if job.parent_ref is not None:
+            fields["parent"] = JobRef.parse(job.parent_ref)
+        if job.root_ref is not None:
+            fields["root"] = JobRef.parse(job.root_ref)
+        if definition.is_async:
+            return JobContext(**fields)
+        return SyncJobContext(loop=self.run.loop, **fields)
+
+    async def suspend(self, wait: Suspend) -> RunEnd:
+        plan = settlement.suspended(
+            self.run.job,
+            self.execution,
+            self.env.identity.worker_id,
+            self.definition.policy,
+            wait=wait.wait,
+            until=wait.until or NO_TIMER,
+            what=wait.what,
+            duration_ms=self.elapsed(),
         )
+        return await _settle(self.env, self.run, plan, RunEnd.SUSPENDED)
+
+    async def end(self, directive: Directive, reason: Reason) -> RunEnd:
+        """End the run as a directive says (the handler's, or acta's for the job)."""
+        job = self.run.job
+        status, outcome, ended = _DIRECTED[type(directive)]
+        run_at: datetime | None = None
+        delay_ms: int | None = None
+        if isinstance(directive, Reschedule):
+            if directive.at is not None:
+                run_at = directive.at
+            else:
+                delay_ms = -(-(directive.delay or timedelta(0)) // timedelta(milliseconds=1))
+        plan = settlement.directed(
+            job,
+            self.execution,
+            self.env.identity.worker_id,
+            self.definition.policy,
+            status=status,
+            outcome=outcome,
+            reason=reason,
+            message=directive.reason,
+            duration_ms=self.elapsed(),
+            run_at=run_at,
+            delay_ms=delay_ms,
+        )
+        return await _settle(self.env, self.run, plan, ended)
 
     async def fail(
         self, outcome: Outcome, reason: Reason, message: str, final: bool = False
@@ -203,6 +295,14 @@ async def _run_system(attempt: _Attempt, system: SystemJob) -> RunEnd:
     except Exception as exc:
         return await attempt.rearm(system.every(env), describe(exc))
     return await attempt.rearm(system.every(env))
+
+
+_DIRECTED: dict[type[Directive], tuple[JobStatus, Outcome, RunEnd]] = {
+    Reschedule: (JobStatus.READY, Outcome.RESCHEDULED, RunEnd.RESCHEDULED),
+    Fail: (JobStatus.FAILED, Outcome.FAILED, RunEnd.FAILED),
+    Cancel: (JobStatus.CANCELLED, Outcome.CANCELLED, RunEnd.CANCELLED),
+    Pause: (JobStatus.PAUSED, Outcome.PAUSED, RunEnd.PAUSED),
+}
 
 
 def _retry_or_fail(plan: Transition) -> RunEnd:

@@ -21,6 +21,10 @@ class RunEnd(StrEnum):
     COMPLETED = "completed"
     FAILED = "failed"
     REARMED = "rearmed"
+    SUSPENDED = "suspended"
+    """The handler parked its job on a durable wait (sleep, signal, children)."""
+    RESCHEDULED = "rescheduled"
+    PAUSED = "paused"
     BOUNCED = "bounced"
     """A gate turned the job away before its handler ran: it comes back later, no attempt
     spent, and its executor went back to the pool."""

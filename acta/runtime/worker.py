@@ -96,6 +96,8 @@ class Worker:
             rng=random.Random(seed),
             heartbeat=self.settings.heartbeat,
             retry_settles=self.settings.retry_settles,
+            namespace=self.namespace,
+            ring=deployment.bell.ring_all,
         )
         self.claimer = Claimer(
             ledger, deployment.registry, self.identity, self.lease, self.env.skipped

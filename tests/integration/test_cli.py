@@ -125,9 +125,13 @@ def test_schema_apply_then_up_to_date(tmp_path: Path, capsys: pytest.CaptureFixt
     path = tmp_path / "jobs.sqlite3"
     assert main(["schema", "apply", "--database", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "applied 0001_ledger\napplied 0002_gates\n" in out
-    assert "(2 applied)" in out
-    assert _query(path, "SELECT version FROM acta_migrations ORDER BY version") == [(1,), (2,)]
+    assert "applied 0001_ledger\napplied 0002_gates\napplied 0003_durable\n" in out
+    assert "(3 applied)" in out
+    assert _query(path, "SELECT version FROM acta_migrations ORDER BY version") == [
+        (1,),
+        (2,),
+        (3,),
+    ]
 
     assert main(["schema", "apply", "--database", f"sqlite:///{path}"]) == 0
     assert "is up to date" in capsys.readouterr().out
@@ -141,6 +145,7 @@ def test_schema_apply_with_another_schema_name(
     assert _query(path, "SELECT name FROM ops_migrations ORDER BY version") == [
         ("ledger",),
         ("gates",),
+        ("durable",),
     ]
     assert main(["jobs", "list", "--database", str(path), "--schema", "ops"]) == 0
     assert "no jobs" in capsys.readouterr().out

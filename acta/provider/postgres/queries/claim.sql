@@ -16,7 +16,7 @@ WITH candidates AS MATERIALIZED (
     SELECT r.job_id
     FROM {schema}.runtime r
     WHERE r.namespace_id = :namespace_id
-      AND r.status = 10
+      AND r.status IN (10, 30)
       AND r.next_run_at <= COALESCE(:now::timestamptz, now())
       AND r.definition_id NOT IN (
           SELECT s.id::bigint FROM jsonb_array_elements_text(:skip::jsonb) AS s(id))
@@ -36,16 +36,20 @@ SET status           = 20,
     updated_at       = COALESCE(:now::timestamptz, now())
 FROM candidates c
 WHERE r.job_id = c.job_id
-  AND r.status = 10
+  AND r.status IN (10, 30)
 RETURNING r.job_id, r.lease_epoch;
 
 -- name: claimed_jobs
 SELECT j.id AS job_id, j.job_ref, d.name, j.definition_id, j.namespace_id, r.lease_epoch,
        r.attempts, r.executions, r.priority, j.input_codec, j.input, j.correlation_key,
-       j.created_at, r.lane_id, j.concurrency_key, r.ticket_at
+       j.created_at, r.lane_id, j.concurrency_key, r.ticket_at,
+       j.parent_id, j.root_id, j.deadline_at, j.deadline_strict,
+       pj.job_ref AS parent_ref, rj.job_ref AS root_ref
 FROM {schema}.runtime r
 JOIN {schema}.jobs j        ON j.id = r.job_id
 JOIN {schema}.definitions d ON d.id = j.definition_id
+LEFT JOIN {schema}.jobs pj  ON pj.id = j.parent_id
+LEFT JOIN {schema}.jobs rj  ON rj.id = j.root_id
 WHERE r.job_id IN (SELECT k.id::bigint FROM jsonb_array_elements_text(:job_ids::jsonb) AS k(id))
 ORDER BY r.priority DESC, r.next_run_at, r.job_id;
 
@@ -68,10 +72,14 @@ SELECT r.job_id, j.job_ref, d.name, j.definition_id, j.namespace_id, r.lease_epo
        r.attempts, r.executions - CASE WHEN r.status = 21 THEN 1 ELSE 0 END AS executions,
        r.executions AS execution, r.control, r.status = 21 AS started,
        r.priority, j.input_codec, j.input, j.correlation_key, j.created_at, r.lane_id,
-       j.concurrency_key, r.ticket_at
+       j.concurrency_key, r.ticket_at,
+       j.parent_id, j.root_id, j.deadline_at, j.deadline_strict,
+       pj.job_ref AS parent_ref, rj.job_ref AS root_ref
 FROM {schema}.runtime r
 JOIN {schema}.jobs j        ON j.id = r.job_id
 JOIN {schema}.definitions d ON d.id = j.definition_id
+LEFT JOIN {schema}.jobs pj  ON pj.id = j.parent_id
+LEFT JOIN {schema}.jobs rj  ON rj.id = j.root_id
 WHERE r.lease_owner = :worker_id
   AND r.status IN (20, 21)
   AND r.job_id NOT IN (SELECT h.id::bigint FROM jsonb_array_elements_text(:held::jsonb) AS h(id))

@@ -21,7 +21,7 @@ WITH candidates AS MATERIALIZED (
     SELECT r.job_id, r.priority, r.next_run_at, r.definition_id, r.gated
     FROM {schema}.runtime r
     WHERE r.namespace_id = :namespace_id
-      AND r.status = 10
+      AND r.status IN (10, 30)
       AND r.next_run_at <= COALESCE(:now::timestamptz, now())
       AND r.definition_id <> ALL (:skip::bigint[])
       AND EXISTS (SELECT 1 FROM {schema}.workers w WHERE w.id = :worker_id AND w.status = 1)
@@ -51,7 +51,7 @@ claimed AS (
         updated_at       = COALESCE(:now::timestamptz, now())
     FROM ranked c
     WHERE r.job_id = c.job_id
-      AND r.status = 10
+      AND r.status IN (10, 30)
     RETURNING r.job_id, r.lease_epoch, r.attempts, r.executions, r.priority, r.next_run_at,
               r.control, r.definition_id, r.namespace_id, c.started, r.lane_id, r.ticket_at
 ),
@@ -69,10 +69,14 @@ SELECT c.job_id, j.job_ref, d.name, j.definition_id, j.namespace_id, c.lease_epo
        c.executions - CASE WHEN c.started THEN 1 ELSE 0 END AS executions,
        c.executions AS execution, c.control, c.started,
        c.priority, j.input_codec, j.input, j.correlation_key, j.created_at, c.lane_id,
-       j.concurrency_key, c.ticket_at
+       j.concurrency_key, c.ticket_at,
+       j.parent_id, j.root_id, j.deadline_at, j.deadline_strict,
+       pj.job_ref AS parent_ref, rj.job_ref AS root_ref
 FROM claimed c
 JOIN {schema}.jobs j        ON j.id = c.job_id
 JOIN {schema}.definitions d ON d.id = j.definition_id
+LEFT JOIN {schema}.jobs pj  ON pj.id = j.parent_id
+LEFT JOIN {schema}.jobs rj  ON rj.id = j.root_id
 ORDER BY c.priority DESC, c.next_run_at, c.job_id;
 
 -- name: fused_start

@@ -9,8 +9,9 @@
 -- FOR UPDATE locks the row until the transition commits. Without it, under READ COMMITTED a
 -- worker's settle and a recovery could both pass their guard at the same epoch and both write.
 -- With it, the second waits, then re-checks the guard against the committed row and fails.
-SELECT r.control, r.status, r.executions, r.attempts, r.lane_id,
-       EXISTS (SELECT 1 FROM {schema}.gate_holds h WHERE h.job_id = r.job_id) AS held
+SELECT r.control, r.status, r.executions, r.attempts, r.lane_id, r.open_children,
+       EXISTS (SELECT 1 FROM {schema}.gate_holds h WHERE h.job_id = r.job_id) AS held,
+       (SELECT j.parent_id FROM {schema}.jobs j WHERE j.id = r.job_id) AS parent_id
 FROM {schema}.runtime r
 WHERE r.job_id = :job_id
   AND r.lease_epoch = :epoch
@@ -21,10 +22,12 @@ WHERE r.job_id = :job_id
 FOR UPDATE;
 
 -- name: transition
--- :delay_ms NULL keeps next_run_at; a number sets it to now plus the delay.
+-- :run_at, when given, is the new next_run_at (a durable wait's instant); otherwise :delay_ms
+-- NULL keeps next_run_at and a number sets it to now plus the delay.
 UPDATE {schema}.runtime
 SET status           = :status,
-    next_run_at      = CASE WHEN :delay_ms::bigint IS NULL THEN next_run_at
+    next_run_at      = CASE WHEN :run_at::timestamptz IS NOT NULL THEN :run_at::timestamptz
+                            WHEN :delay_ms::bigint IS NULL THEN next_run_at
                             ELSE COALESCE(:now::timestamptz, now())
                                  + :delay_ms::bigint * interval '1 millisecond' END,
     attempts         = attempts + :charge,

@@ -2,6 +2,7 @@
 
 -- name: claim
 -- Claim order: priority (high first), then due time, then id. Only an active worker claims.
+-- A suspended job (30) whose timer is due is claimed like a ready one: its handler re-enters.
 -- Definitions listed in :skip (no handler in this worker) are left for other workers.
 -- :only_job_id, when given, narrows the claim to that one job (a busy worker taking the
 -- recovery slot).
@@ -11,7 +12,7 @@ candidates AS (
     SELECT r.job_id
     FROM {schema}.runtime r
     WHERE r.namespace_id = :namespace_id
-      AND r.status = 10
+      AND r.status IN (10, 30)
       AND r.next_run_at <= (SELECT now FROM t)
       AND r.definition_id NOT IN (SELECT value FROM json_each(:skip))
       AND (:only_job_id IS NULL OR r.job_id = :only_job_id)
@@ -33,10 +34,14 @@ RETURNING job_id, lease_epoch;
 -- name: claimed_jobs
 SELECT j.id AS job_id, j.job_ref, d.name, j.definition_id, j.namespace_id, r.lease_epoch,
        r.attempts, r.executions, r.priority, j.input_codec, j.input, j.correlation_key,
-       j.created_at, r.lane_id, j.concurrency_key, r.ticket_at
+       j.created_at, r.lane_id, j.concurrency_key, r.ticket_at,
+       j.parent_id, j.root_id, j.deadline_at, j.deadline_strict,
+       pj.job_ref AS parent_ref, rj.job_ref AS root_ref
 FROM {schema}.runtime r
 JOIN {schema}.jobs j        ON j.id = r.job_id
 JOIN {schema}.definitions d ON d.id = j.definition_id
+LEFT JOIN {schema}.jobs pj  ON pj.id = j.parent_id
+LEFT JOIN {schema}.jobs rj  ON rj.id = j.root_id
 WHERE r.job_id IN (SELECT value FROM json_each(:job_ids))
 ORDER BY r.priority DESC, r.next_run_at, r.job_id;
 
@@ -60,10 +65,14 @@ SELECT r.job_id, j.job_ref, d.name, j.definition_id, j.namespace_id, r.lease_epo
        r.attempts, r.executions - CASE WHEN r.status = 21 THEN 1 ELSE 0 END AS executions,
        r.executions AS execution, r.control, r.status = 21 AS started,
        r.priority, j.input_codec, j.input, j.correlation_key, j.created_at, r.lane_id,
-       j.concurrency_key, r.ticket_at
+       j.concurrency_key, r.ticket_at,
+       j.parent_id, j.root_id, j.deadline_at, j.deadline_strict,
+       pj.job_ref AS parent_ref, rj.job_ref AS root_ref
 FROM {schema}.runtime r
 JOIN {schema}.jobs j        ON j.id = r.job_id
 JOIN {schema}.definitions d ON d.id = j.definition_id
+LEFT JOIN {schema}.jobs pj  ON pj.id = j.parent_id
+LEFT JOIN {schema}.jobs rj  ON rj.id = j.root_id
 WHERE r.lease_owner = :worker_id
   AND r.status IN (20, 21)
   AND r.job_id NOT IN (SELECT value FROM json_each(:held))

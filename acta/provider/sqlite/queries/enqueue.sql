@@ -27,13 +27,16 @@ WHERE n.name = :namespace;
 
 -- name: insert_job
 -- A row that hits a unique key (a duplicate deduplication key, or this job already written by
--- an earlier try whose commit outcome was unknown) inserts nothing and returns no row.
+-- an earlier try whose commit outcome was unknown, or a child name its parent already used)
+-- inserts nothing and returns no row.
 WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
 INSERT INTO {schema}.jobs
     (job_ref, namespace_id, definition_id, dedup_key, correlation_key, concurrency_key,
-     input_codec, input, created_at)
+     input_codec, input, created_at, deadline_at, deadline_strict, parent_id, root_id,
+     child_name)
 SELECT :job_ref, :namespace_id, :definition_id, :dedup_key, :correlation_key,
-       :concurrency_key, :input_codec, :input, t.now
+       :concurrency_key, :input_codec, :input, t.now, :deadline_at, :deadline_strict,
+       :parent_id, :root_id, :child_name
 FROM t
 WHERE true
 ON CONFLICT DO NOTHING
@@ -41,11 +44,13 @@ RETURNING id AS job_id;
 
 -- name: job_by_ref_or_dedup_key
 -- After insert_job refused a row: the job holding its ref (this very job, written by an earlier
--- try whose commit outcome was unknown) or its deduplication key.
+-- try whose commit outcome was unknown), its deduplication key, or its name under its parent
+-- (a parent re-entered after a crash spawning the same child again).
 SELECT id AS job_id, job_ref
 FROM {schema}.jobs
 WHERE job_ref = :job_ref
    OR (namespace_id = :namespace_id AND dedup_key = :dedup_key)
+   OR (parent_id = :parent_id AND child_name = :child_name)
 ORDER BY job_ref = :job_ref DESC
 LIMIT 1;
 

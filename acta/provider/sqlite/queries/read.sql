@@ -62,7 +62,9 @@ ORDER BY w.id;
 -- What run_until_idle needs: user jobs not yet finished, and the earliest due instant.
 SELECT
     count(*) AS unfinished,
-    min(CASE WHEN r.status = 10 THEN r.next_run_at END) AS next_due_at,
+    -- A suspended job's timer is due work too; a wait with no timer (far future) is not.
+    min(CASE WHEN r.status = 10 OR (r.status = 30 AND r.next_run_at < '9000-01-01')
+             THEN r.next_run_at END) AS next_due_at,
     min(CASE WHEN r.status IN (20, 21) THEN r.lease_expires_at END) AS next_lease_expiry_at
 FROM {schema}.runtime r
 JOIN {schema}.definitions d ON d.id = r.definition_id
@@ -73,4 +75,5 @@ WHERE r.namespace_id = :namespace_id
 -- name: next_due_any
 SELECT min(r.next_run_at) AS next_due_at
 FROM {schema}.runtime r
-WHERE r.namespace_id = :namespace_id AND r.status = 10;
+WHERE r.namespace_id = :namespace_id
+  AND (r.status = 10 OR (r.status = 30 AND r.next_run_at < '9000-01-01'));

@@ -5,8 +5,9 @@
 -- The compare-and-set read: the row must still be at this epoch, in an expected status and,
 -- for worker writes, leased by this worker; for recovery, the lease must have lapsed.
 WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
-SELECT r.control, r.status, r.executions, r.attempts, r.lane_id,
-       EXISTS (SELECT 1 FROM {schema}.gate_holds h WHERE h.job_id = r.job_id) AS held
+SELECT r.control, r.status, r.executions, r.attempts, r.lane_id, r.open_children,
+       EXISTS (SELECT 1 FROM {schema}.gate_holds h WHERE h.job_id = r.job_id) AS held,
+       (SELECT j.parent_id FROM {schema}.jobs j WHERE j.id = r.job_id) AS parent_id
 FROM {schema}.runtime r
 WHERE r.job_id = :job_id
   AND r.lease_epoch = :epoch
@@ -15,11 +16,13 @@ WHERE r.job_id = :job_id
   AND (:lapsed = 0 OR r.lease_expires_at < (SELECT now FROM t));
 
 -- name: transition
--- :delay_ms NULL keeps next_run_at; a number sets it to now plus the delay.
+-- :run_at, when given, is the new next_run_at (a durable wait's instant); otherwise :delay_ms
+-- NULL keeps next_run_at and a number sets it to now plus the delay.
 WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
 UPDATE {schema}.runtime
 SET status           = :status,
-    next_run_at      = CASE WHEN :delay_ms IS NULL THEN next_run_at
+    next_run_at      = CASE WHEN :run_at IS NOT NULL THEN :run_at
+                            WHEN :delay_ms IS NULL THEN next_run_at
                             ELSE strftime('%Y-%m-%d %H:%M:%f', (SELECT now FROM t),
                                           printf('%+.3f seconds', :delay_ms / 1000.0)) END,
     attempts         = attempts + :charge,

@@ -1,0 +1,308 @@
+"""Durable execution verbs: what a running handler writes under its lease, and reads back.
+
+Every write starts with ``lease_guard``: the job must still be executing under this worker's
+lease at this epoch. A write that fails the guard changes nothing, records ``write-fenced``
+(the evidence a zombie tried) and answers False; the runtime then stops the run. Writes are
+idempotent (upserts keyed by job and name), so a verb retried after a lost reply is harmless.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from acta.ledger.enqueue import enqueue
+from acta.ledger.events import event_params
+from acta.model.codes import EventCode, StepState
+from acta.model.rows import DefinitionSpec, Enqueued, NewJob
+from acta.provider.verb import Verb, execute, execute_many, fetch_all, fetch_one
+
+
+@dataclass(frozen=True, slots=True)
+class RunLease:
+    """The lease a handler's durable writes are fenced by."""
+
+    job_id: int
+    job_ref: str
+    namespace_id: int
+    epoch: int
+    worker_id: int
+    execution: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoredStep:
+    state: StepState
+    at_most_once: bool
+    execution: int
+    value: tuple[int, bytes] | None
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class WaitState:
+    """A durable wait as the ledger holds it, judged against the database's now."""
+
+    due_at: datetime | None
+    armed_at: datetime
+    released_at: datetime | None
+    now: datetime
+    expired: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSignal:
+    value: tuple[int, bytes]
+    sent_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChild:
+    job_ref: str
+    child_name: str | None
+    name: str
+    status: int
+    value: tuple[int, bytes] | None
+
+
+def _stored(codec: int | None, body: Any) -> tuple[int, bytes] | None:
+    return None if codec is None or body is None else (codec, bytes(body))
+
+
+def _guard(lease: RunLease, now: datetime | None, what: str) -> Verb[bool]:
+    """The fence. Refused: record the attempt and answer False (nothing else is written)."""
+    row = yield fetch_one(
+        "lease_guard",
+        {"job_id": lease.job_id, "epoch": lease.epoch, "worker_id": lease.worker_id},
+    )
+    if row is not None:
+        return True
+    yield execute(
+        "insert_event",
+        event_params(
+            now,
+            lease.namespace_id,
+            lease.job_id,
+            lease.job_ref,
+            EventCode.WRITE_FENCED,
+            worker_id=lease.worker_id,
+            epoch=lease.epoch,
+            execution=lease.execution,
+            message=f"refused {what} at epoch {lease.epoch}",
+        ),
+    )
+    return False
+
+
+def _event(
+    lease: RunLease, now: datetime | None, code: EventCode, message: str | None = None, **rest: Any
+) -> dict[str, object]:
+    return event_params(
+        now,
+        lease.namespace_id,
+        lease.job_id,
+        lease.job_ref,
+        code,
+        worker_id=lease.worker_id,
+        epoch=lease.epoch,
+        execution=lease.execution,
+        message=message,
+        **rest,
+    )
+
+
+def load(job_id: int) -> Verb[tuple[dict[str, StoredStep], dict[str, tuple[int, bytes]]]]:
+    """A job's steps and variables, read once when its handler first needs them (only the
+    lease holder writes them, so the run keeps its own copy current afterwards)."""
+    steps = yield fetch_all("durable_steps", {"job_id": job_id})
+    variables = yield fetch_all("durable_variables", {"job_id": job_id})
+    return (
+        {
+            row["name"]: StoredStep(
+                StepState(row["state"]),
+                bool(row["at_most_once"]),
+                row["execution"],
+                _stored(row["codec"], row["body"]),
+                row["error"],
+            )
+            for row in steps
+        },
+        {row["name"]: (row["codec"], bytes(row["body"])) for row in variables},
+    )
+
+
+def write_step(
+    lease: RunLease,
+    name: str,
+    state: StepState,
+    *,
+    at_most_once: bool,
+    value: tuple[int, bytes] | None,
+    error: str | None,
+    event: EventCode | None,
+    now: datetime | None,
+) -> Verb[bool]:
+    """Record a step's intent, result or interruption (with its event, if audited)."""
+    if not (yield from _guard(lease, now, f"write of step {name!r}")):
+        return False
+    yield execute(
+        "step_write",
+        {
+            "now": now,
+            "job_id": lease.job_id,
+            "name": name,
+            "state": int(state),
+            "at_most_once": at_most_once,
+            "execution": lease.execution,
+            "codec": None if value is None else value[0],
+            "body": None if value is None else value[1],
+            "error": error,
+        },
+    )
+    if event is not None:
+        yield execute("insert_event", _event(lease, now, event, name))
+    return True
+
+
+def write_variable(
+    lease: RunLease, name: str, value: tuple[int, bytes], now: datetime | None
+) -> Verb[bool]:
+    if not (yield from _guard(lease, now, f"write of variable {name!r}")):
+        return False
+    yield execute(
+        "variable_write",
+        {"now": now, "job_id": lease.job_id, "name": name, "codec": value[0], "body": value[1]},
+    )
+    return True
+
+
+def write_progress(
+    lease: RunLease, done: float, total: float | None, message: str | None, now: datetime | None
+) -> Verb[bool]:
+    if not (yield from _guard(lease, now, "progress write")):
+        return False
+    yield execute(
+        "progress_write",
+        {"now": now, "job_id": lease.job_id, "done": done, "total": total, "message": message},
+    )
+    return True
+
+
+def arm_wait(
+    lease: RunLease,
+    kind: int,
+    name: str,
+    *,
+    until: datetime | None,
+    ms: int | None,
+    reopen: bool,
+    now: datetime | None,
+) -> Verb[WaitState | None]:
+    """Arm a wait once (an armed one keeps its instant) and answer it; None when fenced.
+    ``reopen`` opens a released wait again (a children wait used a second time)."""
+    if not (yield from _guard(lease, now, f"wait {name!r}")):
+        return None
+    params = {"job_id": lease.job_id, "kind": kind, "name": name}
+    yield execute(
+        "wait_arm",
+        {**params, "now": now, "until": until, "ms": ms, "execution": lease.execution},
+    )
+    if reopen:
+        yield execute("wait_rearm", params)
+    return (yield from wait_of(lease.job_id, kind, name, now))
+
+
+def wait_of(job_id: int, kind: int, name: str, now: datetime | None) -> Verb[WaitState | None]:
+    row = yield fetch_one("wait_of", {"job_id": job_id, "kind": kind, "name": name, "now": now})
+    if row is None:
+        return None
+    return WaitState(
+        row["due_at"], row["armed_at"], row["released_at"], row["now_at"], bool(row["expired"])
+    )
+
+
+def signal_of(job_id: int, name: str) -> Verb[StoredSignal | None]:
+    row = yield fetch_one("signal_of", {"job_id": job_id, "name": name})
+    if row is None:
+        return None
+    return StoredSignal((row["codec"], bytes(row["body"])), row["sent_at"])
+
+
+def note(
+    lease: RunLease, code: EventCode, message: str, detail: str | None, now: datetime | None
+) -> Verb[bool]:
+    """A handler's note (or the event of its alert): written whatever the audit level."""
+    if not (yield from _guard(lease, now, "note")):
+        return False
+    yield execute("insert_event", _event(lease, now, code, message, detail=detail))
+    return True
+
+
+def open_alert(
+    lease: RunLease, severity: int, title: str, detail: str | None, now: datetime | None
+) -> Verb[int | None]:
+    if not (yield from _guard(lease, now, "alert")):
+        return None
+    row = yield fetch_one(
+        "alert_insert",
+        {
+            "now": now,
+            "namespace_id": lease.namespace_id,
+            "job_id": lease.job_id,
+            "job_ref": lease.job_ref,
+            "kind": 1,
+            "severity": severity,
+            "title": title,
+            "detail": detail,
+        },
+    )
+    yield execute("insert_event", _event(lease, now, EventCode.ALERT_OPENED, title, detail=detail))
+    return int(row["alert_id"]) if row is not None else None
+
+
+def spawn(
+    lease: RunLease,
+    namespace: str,
+    specs: Mapping[str, DefinitionSpec],
+    children: Sequence[NewJob],
+    audited: bool,
+    now: datetime | None,
+) -> Verb[list[Enqueued] | None]:
+    """Enqueue children under the parent's lease, each with a latch on the parent. A child
+    its parent already spawned (same name: a re-entry) is found, not written again."""
+    if not (yield from _guard(lease, now, "spawn of children")):
+        return None
+    written, _ = yield from enqueue(namespace, specs, children, now)
+    created = [w for w in written if w.created]
+    if created:
+        yield execute_many(
+            "latch_insert", [{"child_id": w.job_id, "parent_id": lease.job_id} for w in created]
+        )
+        yield execute("children_spawned", {"job_id": lease.job_id, "count": len(created)})
+        if audited:
+            yield execute(
+                "insert_event",
+                _event(lease, now, EventCode.CHILDREN_SPAWNED, f"{len(created)} spawned"),
+            )
+    return written
+
+
+def children_of(parent_id: int) -> Verb[list[StoredChild]]:
+    rows = yield fetch_all("children_of", {"parent_id": parent_id})
+    return [
+        StoredChild(
+            row["job_ref"],
+            row["child_name"],
+            row["name"],
+            row["status"],
+            _stored(row["codec"], row["body"]),
+        )
+        for row in rows
+    ]
+
+
+def progress_of(job_id: int) -> Verb[dict[str, Any] | None]:
+    row = yield fetch_one("progress_of", {"job_id": job_id})
+    return None if row is None else dict(row)

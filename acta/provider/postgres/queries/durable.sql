@@ -1,0 +1,161 @@
+-- Durable execution: the rows a handler keeps under its job's lease (steps, variables,
+-- progress, waits), signals sent to a job, and the latches that hold a waiting parent.
+-- Every worker write here is fenced: it happens only while the run's lease is current.
+
+-- name: lease_guard
+-- The fence for a handler's durable write: the job is still executing under this worker's
+-- lease at this epoch. FOR SHARE holds recovery (which locks FOR UPDATE) until this write
+-- commits, so no write lands after the lease was taken; concurrent steps of one run share it.
+SELECT r.status, r.open_children, r.namespace_id
+FROM {schema}.runtime r
+WHERE r.job_id = :job_id AND r.lease_epoch = :epoch AND r.lease_owner = :worker_id
+  AND r.status = 21
+FOR SHARE;
+
+-- name: durable_steps
+SELECT name, state, at_most_once, execution, codec, body, error
+FROM {schema}.steps WHERE job_id = :job_id;
+
+-- name: durable_variables
+SELECT name, codec, body FROM {schema}.variables WHERE job_id = :job_id;
+
+-- name: step_write
+-- A completed step is final: nothing overwrites it (a retried write changes nothing).
+INSERT INTO {schema}.steps
+    (job_id, name, state, at_most_once, execution, codec, body, error, started_at, completed_at)
+VALUES (:job_id, :name, :state, :at_most_once, :execution, :codec, :body, :error,
+        COALESCE(:now::timestamptz, now()),
+        CASE WHEN :state::smallint = 2 THEN COALESCE(:now::timestamptz, now()) END)
+ON CONFLICT (job_id, name) DO UPDATE SET
+    state        = excluded.state,
+    execution    = excluded.execution,
+    codec        = excluded.codec,
+    body         = excluded.body,
+    error        = excluded.error,
+    completed_at = excluded.completed_at
+WHERE {schema}.steps.state <> 2;
+
+-- name: variable_write
+INSERT INTO {schema}.variables (job_id, name, codec, body, updated_at)
+VALUES (:job_id, :name, :codec, :body, COALESCE(:now::timestamptz, now()))
+ON CONFLICT (job_id, name) DO UPDATE SET
+    codec = excluded.codec, body = excluded.body, updated_at = excluded.updated_at;
+
+-- name: progress_write
+INSERT INTO {schema}.progress (job_id, done, total, message, updated_at)
+VALUES (:job_id, :done, :total, :message, COALESCE(:now::timestamptz, now()))
+ON CONFLICT (job_id) DO UPDATE SET
+    done = excluded.done, total = excluded.total, message = excluded.message,
+    updated_at = excluded.updated_at;
+
+-- name: progress_of
+SELECT p.done, p.total, p.message, p.updated_at
+FROM {schema}.progress p WHERE p.job_id = :job_id;
+
+-- name: wait_arm
+-- Armed once: a wait that exists keeps its instant, however often the handler re-enters.
+-- due_at is :until, or now plus :ms, or NULL (no timeout).
+INSERT INTO {schema}.waits (job_id, kind, name, due_at, armed_at, execution)
+VALUES (:job_id, :kind, :name,
+        CASE WHEN :until::timestamptz IS NOT NULL THEN :until::timestamptz
+             WHEN :ms::bigint IS NOT NULL
+             THEN COALESCE(:now::timestamptz, now()) + :ms::bigint * interval '1 millisecond'
+        END,
+        COALESCE(:now::timestamptz, now()), :execution)
+ON CONFLICT (job_id, kind, name) DO NOTHING;
+
+-- name: wait_of
+-- The wait with the database's now, so the caller judges expiry by the clock that armed it.
+SELECT w.due_at, w.armed_at, w.released_at, COALESCE(:now::timestamptz, now()) AS now_at,
+       w.due_at IS NOT NULL AND w.due_at <= COALESCE(:now::timestamptz, now()) AS expired
+FROM {schema}.waits w
+WHERE w.job_id = :job_id AND w.kind = :kind AND w.name = :name;
+
+-- name: wait_rearm
+-- A children wait used again after an earlier release: open it again, keeping its instant.
+UPDATE {schema}.waits SET released_at = NULL
+WHERE job_id = :job_id AND kind = :kind AND name = :name;
+
+-- name: signal_of
+SELECT s.codec, s.body, s.sent_at FROM {schema}.signals s
+WHERE s.job_id = :job_id AND s.name = :name;
+
+-- name: signal_target
+-- The job a signal is for, its runtime row locked: a handler suspending on this signal right
+-- now either commits first (and is woken below) or sees the signal when it takes the lock.
+SELECT j.id AS job_id, j.job_ref, j.namespace_id, r.status, d.name
+FROM {schema}.jobs j
+JOIN {schema}.runtime r     ON r.job_id = j.id
+JOIN {schema}.namespaces n  ON n.id = j.namespace_id
+JOIN {schema}.definitions d ON d.id = j.definition_id
+WHERE j.job_ref = :job_ref AND n.name = :namespace
+FOR UPDATE OF r;
+
+-- name: signal_insert
+-- The first signal of a name is kept; a second one of the same name inserts nothing.
+INSERT INTO {schema}.signals (job_id, name, codec, body, sent_at)
+VALUES (:job_id, :name, :codec, :body, COALESCE(:now::timestamptz, now()))
+ON CONFLICT (job_id, name) DO NOTHING
+RETURNING sent_at;
+
+-- name: wait_release
+-- Release an open wait that has not expired (a late signal never revives an expired one).
+UPDATE {schema}.waits
+SET released_at = COALESCE(:now::timestamptz, now())
+WHERE job_id = :job_id AND kind = :kind AND name = :name AND released_at IS NULL
+  AND (due_at IS NULL OR due_at > COALESCE(:now::timestamptz, now()))
+RETURNING name;
+
+-- name: children_wait_release
+-- The last open child finished: release the parent's open children wait (if not expired).
+UPDATE {schema}.waits
+SET released_at = COALESCE(:now::timestamptz, now())
+WHERE job_id = :job_id AND kind = 3 AND released_at IS NULL
+  AND (due_at IS NULL OR due_at > COALESCE(:now::timestamptz, now()))
+RETURNING name;
+
+-- name: wake
+-- A suspended job whose wait was released is ready now.
+UPDATE {schema}.runtime
+SET status = 10, next_run_at = COALESCE(:now::timestamptz, now()), version = version + 1,
+    updated_at = COALESCE(:now::timestamptz, now())
+WHERE job_id = :job_id AND status = 30;
+
+-- name: latch_release
+-- A child reached a terminal status: its latch goes, and its parent has one fewer open child.
+DELETE FROM {schema}.latches WHERE child_id = :child_id RETURNING parent_id;
+
+-- name: child_finished
+-- The parent's row is locked by this update, so children finishing together count down one
+-- after the other and exactly one of them sees zero.
+UPDATE {schema}.runtime r
+SET open_children = r.open_children - 1, version = r.version + 1,
+    updated_at = COALESCE(:now::timestamptz, now())
+FROM {schema}.jobs j
+WHERE r.job_id = :parent_id AND j.id = r.job_id
+RETURNING r.open_children, r.status, r.namespace_id, j.job_ref;
+
+-- name: children_spawned
+-- Under the parent's lease (the verb checked it in this transaction).
+UPDATE {schema}.runtime SET open_children = open_children + :count
+WHERE job_id = :job_id;
+
+-- name: latch_insert
+INSERT INTO {schema}.latches (child_id, parent_id) VALUES (:child_id, :parent_id);
+
+-- name: children_of
+-- A parent's children in spawn order, with their outcome and stored result.
+SELECT j.id AS job_id, j.job_ref, j.child_name, d.name, r.status, res.codec, res.body
+FROM {schema}.jobs j
+JOIN {schema}.runtime r     ON r.job_id = j.id
+JOIN {schema}.definitions d ON d.id = j.definition_id
+LEFT JOIN {schema}.results res ON res.job_id = j.id
+WHERE j.parent_id = :parent_id
+ORDER BY j.id;
+
+-- name: alert_insert
+INSERT INTO {schema}.alerts
+    (namespace_id, job_id, job_ref, kind, severity, title, detail, opened_at)
+VALUES (:namespace_id, :job_id, :job_ref, :kind, :severity, :title, :detail,
+        COALESCE(:now::timestamptz, now()))
+RETURNING id AS alert_id;

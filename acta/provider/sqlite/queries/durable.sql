@@ -1,0 +1,165 @@
+-- Durable execution: the rows a handler keeps under its job's lease (steps, variables,
+-- progress, waits), signals sent to a job, and the latches that hold a waiting parent.
+-- Every worker write here is fenced: it happens only while the run's lease is current.
+
+-- name: lease_guard
+-- The fence for a handler's durable write: the job is still executing under this worker's
+-- lease at this epoch. SQLite runs one writer at a time, so nothing moves until commit.
+SELECT r.status, r.open_children, r.namespace_id
+FROM {schema}.runtime r
+WHERE r.job_id = :job_id AND r.lease_epoch = :epoch AND r.lease_owner = :worker_id
+  AND r.status = 21;
+
+-- name: durable_steps
+SELECT name, state, at_most_once, execution, codec, body, error
+FROM {schema}.steps WHERE job_id = :job_id;
+
+-- name: durable_variables
+SELECT name, codec, body FROM {schema}.variables WHERE job_id = :job_id;
+
+-- name: step_write
+-- A completed step is final: nothing overwrites it (a retried write changes nothing).
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+INSERT INTO {schema}.steps
+    (job_id, name, state, at_most_once, execution, codec, body, error, started_at, completed_at)
+SELECT :job_id, :name, :state, :at_most_once, :execution, :codec, :body, :error, t.now,
+       CASE WHEN :state = 2 THEN t.now END
+FROM t WHERE true
+ON CONFLICT (job_id, name) DO UPDATE SET
+    state        = excluded.state,
+    execution    = excluded.execution,
+    codec        = excluded.codec,
+    body         = excluded.body,
+    error        = excluded.error,
+    completed_at = excluded.completed_at
+WHERE {schema}.steps.state <> 2;
+
+-- name: variable_write
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+INSERT INTO {schema}.variables (job_id, name, codec, body, updated_at)
+SELECT :job_id, :name, :codec, :body, t.now FROM t WHERE true
+ON CONFLICT (job_id, name) DO UPDATE SET
+    codec = excluded.codec, body = excluded.body, updated_at = excluded.updated_at;
+
+-- name: progress_write
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+INSERT INTO {schema}.progress (job_id, done, total, message, updated_at)
+SELECT :job_id, :done, :total, :message, t.now FROM t WHERE true
+ON CONFLICT (job_id) DO UPDATE SET
+    done = excluded.done, total = excluded.total, message = excluded.message,
+    updated_at = excluded.updated_at;
+
+-- name: progress_of
+SELECT p.done, p.total, p.message, p.updated_at
+FROM {schema}.progress p WHERE p.job_id = :job_id;
+
+-- name: wait_arm
+-- Armed once: a wait that exists keeps its instant, however often the handler re-enters.
+-- due_at is :until, or now plus :ms, or NULL (no timeout).
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+INSERT INTO {schema}.waits (job_id, kind, name, due_at, armed_at, execution)
+SELECT :job_id, :kind, :name,
+       CASE WHEN :until IS NOT NULL THEN :until
+            WHEN :ms IS NOT NULL
+            THEN strftime('%Y-%m-%d %H:%M:%f', t.now, printf('%+.3f seconds', :ms / 1000.0))
+       END,
+       t.now, :execution
+FROM t WHERE true
+ON CONFLICT (job_id, kind, name) DO NOTHING;
+
+-- name: wait_of
+-- The wait with the database's now, so the caller judges expiry by the clock that armed it.
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+SELECT w.due_at, w.armed_at, w.released_at, t.now AS now_at,
+       w.due_at IS NOT NULL AND w.due_at <= t.now AS expired
+FROM {schema}.waits w, t
+WHERE w.job_id = :job_id AND w.kind = :kind AND w.name = :name;
+
+-- name: wait_rearm
+-- A children wait used again after an earlier release: open it again, keeping its instant.
+UPDATE {schema}.waits SET released_at = NULL
+WHERE job_id = :job_id AND kind = :kind AND name = :name;
+
+-- name: signal_of
+SELECT s.codec, s.body, s.sent_at FROM {schema}.signals s
+WHERE s.job_id = :job_id AND s.name = :name;
+
+-- name: signal_target
+-- The job a signal is for. SQLite's single writer keeps it still until commit.
+SELECT j.id AS job_id, j.job_ref, j.namespace_id, r.status, d.name
+FROM {schema}.jobs j
+JOIN {schema}.runtime r     ON r.job_id = j.id
+JOIN {schema}.namespaces n  ON n.id = j.namespace_id
+JOIN {schema}.definitions d ON d.id = j.definition_id
+WHERE j.job_ref = :job_ref AND n.name = :namespace;
+
+-- name: signal_insert
+-- The first signal of a name is kept; a second one of the same name inserts nothing.
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+INSERT INTO {schema}.signals (job_id, name, codec, body, sent_at)
+SELECT :job_id, :name, :codec, :body, t.now FROM t WHERE true
+ON CONFLICT (job_id, name) DO NOTHING
+RETURNING sent_at;
+
+-- name: wait_release
+-- Release an open wait that has not expired (a late signal never revives an expired one).
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+UPDATE {schema}.waits
+SET released_at = (SELECT now FROM t)
+WHERE job_id = :job_id AND kind = :kind AND name = :name AND released_at IS NULL
+  AND (due_at IS NULL OR due_at > (SELECT now FROM t))
+RETURNING name;
+
+-- name: children_wait_release
+-- The last open child finished: release the parent's open children wait (if not expired).
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+UPDATE {schema}.waits
+SET released_at = (SELECT now FROM t)
+WHERE job_id = :job_id AND kind = 3 AND released_at IS NULL
+  AND (due_at IS NULL OR due_at > (SELECT now FROM t))
+RETURNING name;
+
+-- name: wake
+-- A suspended job whose wait was released is ready now.
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+UPDATE {schema}.runtime
+SET status = 10, next_run_at = (SELECT now FROM t), version = version + 1,
+    updated_at = (SELECT now FROM t)
+WHERE job_id = :job_id AND status = 30;
+
+-- name: latch_release
+-- A child reached a terminal status: its latch goes, and its parent has one fewer open child.
+DELETE FROM {schema}.latches WHERE child_id = :child_id RETURNING parent_id;
+
+-- name: child_finished
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+UPDATE {schema}.runtime
+SET open_children = open_children - 1, version = version + 1, updated_at = (SELECT now FROM t)
+WHERE job_id = :parent_id
+RETURNING open_children, status, namespace_id,
+          (SELECT j.job_ref FROM {schema}.jobs j WHERE j.id = :parent_id) AS job_ref;
+
+-- name: children_spawned
+-- Under the parent's lease (the verb checked it in this transaction).
+UPDATE {schema}.runtime SET open_children = open_children + :count
+WHERE job_id = :job_id;
+
+-- name: latch_insert
+INSERT INTO {schema}.latches (child_id, parent_id) VALUES (:child_id, :parent_id);
+
+-- name: children_of
+-- A parent's children in spawn order, with their outcome and stored result.
+SELECT j.id AS job_id, j.job_ref, j.child_name, d.name, r.status, res.codec, res.body
+FROM {schema}.jobs j
+JOIN {schema}.runtime r     ON r.job_id = j.id
+JOIN {schema}.definitions d ON d.id = j.definition_id
+LEFT JOIN {schema}.results res ON res.job_id = j.id
+WHERE j.parent_id = :parent_id
+ORDER BY j.id;
+
+-- name: alert_insert
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+INSERT INTO {schema}.alerts
+    (namespace_id, job_id, job_ref, kind, severity, title, detail, opened_at)
+SELECT :namespace_id, :job_id, :job_ref, :kind, :severity, :title, :detail, t.now FROM t
+RETURNING id AS alert_id;

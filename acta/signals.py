@@ -1,0 +1,107 @@
+"""The outside of durable execution: send a signal to a waiting job, resume a paused one, read
+a job's progress slot. Sync and async twins run the same verbs; arguments are checked before
+any statement runs (a payload that does not encode is refused at the call, nothing written).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from acta.codec import check_size
+from acta.errors import JobNotFoundError
+from acta.ids import JobRef
+from acta.ledger import durable, read
+from acta.ledger.signal import resume, send_signal
+from acta.model.codes import JobStatus
+from acta.names import validate_key
+from acta.outcome import SignalOutcome
+from acta.overrides import Overrides
+from acta.provider.verb import Verb
+from acta.shape import codec_for, to_data
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """A job's progress slot as its handler last wrote it."""
+
+    done: float
+    total: float | None
+    message: str | None
+    updated_at: datetime
+
+    @property
+    def fraction(self) -> float | None:
+        """done / total, when a positive total is known."""
+        return self.done / self.total if self.total else None
+
+    def __str__(self) -> str:
+        text = f"{self.done:,g}" if self.total is None else f"{self.done:,g} of {self.total:,g}"
+        return f"{text} ({self.message})" if self.message else text
+
+
+class Signals(Overrides):
+    """Signals, resumes and progress for one namespace of the ledger ``ledger()`` returns."""
+
+    def _signal_verb(
+        self, ref: JobRef | str, name: str, payload: Any
+    ) -> Callable[[], Verb[SignalOutcome]]:
+        key = str(JobRef.coerce(ref))
+        validate_key(name, field="name", max_length=200)
+        data = to_data(payload, Any, "payload")
+        codec = codec_for(type(payload) if isinstance(payload, str | bytes) else Any)
+        body = check_size(codec.encode(data), self._registry.payload_cap, "payload")
+        ns, now = self.namespace, self._read_ledger().now()
+        return lambda: send_signal(key, ns, name, codec.code, body, now)
+
+    def signal(self, ref: JobRef | str, name: str, payload: Any = None) -> SignalOutcome:
+        """Send signal ``name`` (with ``payload``) to a job. A job suspended on that signal is
+        released; otherwise the signal is kept for its next wait. An unknown or finished job
+        is an outcome (NO_SUCH_JOB, JOB_FINISHED), not an error."""
+        outcome = self._run(self._signal_verb(ref, name, payload))
+        self._after_signal(outcome)
+        return outcome
+
+    async def signal_async(
+        self, ref: JobRef | str, name: str, payload: Any = None
+    ) -> SignalOutcome:
+        outcome = await self._run_async(self._signal_verb(ref, name, payload))
+        self._after_signal(outcome)
+        return outcome
+
+    def _after_signal(self, outcome: SignalOutcome) -> None:
+        """A released job is ready now: wake this process's idle workers."""
+
+    def resume(self, ref: JobRef | str, reason: str = "resumed by an operator") -> JobStatus:
+        """Take a paused job back to ready; ConflictError if it is not paused."""
+        key, ns, now = str(JobRef.coerce(ref)), self.namespace, self._read_ledger().now()
+        return self._run(lambda: resume(key, ns, reason, now))
+
+    async def resume_async(
+        self, ref: JobRef | str, reason: str = "resumed by an operator"
+    ) -> JobStatus:
+        key, ns, now = str(JobRef.coerce(ref)), self.namespace, self._read_ledger().now()
+        return await self._run_async(lambda: resume(key, ns, reason, now))
+
+    def progress(self, ref: JobRef | str) -> Progress | None:
+        """The job's progress slot; None if its handler never wrote one."""
+        return self._run(self._progress_verb(ref))
+
+    async def progress_async(self, ref: JobRef | str) -> Progress | None:
+        return await self._run_async(self._progress_verb(ref))
+
+    def _progress_verb(self, ref: JobRef | str) -> Callable[[], Verb[Progress | None]]:
+        key, ns = str(JobRef.coerce(ref)), self.namespace
+
+        def make() -> Verb[Progress | None]:
+            info = yield from read.job(key, ns)
+            if info is None:
+                raise JobNotFoundError(f"no job {key} in namespace {ns!r}")
+            row = yield from durable.progress_of(info.job_id)
+            if row is None:
+                return None
+            return Progress(row["done"], row["total"], row["message"], row["updated_at"])
+
+        return make
