@@ -39,6 +39,11 @@ def _job(row: dict[str, Any]) -> JobInfo:
         lane=row["lane"],
         lane_seq=row["lane_seq"],
         concurrency_key=row["concurrency_key"],
+        parent_ref=row["parent_ref"],
+        root_ref=row["root_ref"],
+        child_name=row["child_name"],
+        deadline_at=row["deadline_at"],
+        deadline_strict=bool(row["deadline_strict"]),
     )
 
 

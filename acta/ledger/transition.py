@@ -196,9 +196,9 @@ def apply_transitions(
     done: set[int] = set()
     fast = [p for p in plans if p.owner is not None and not p.lapsed and _plain(p)]
     if fused and fast:
-        # Alone (its own transaction) only when no run ends in a lane: a lane's promotion
-        # must commit with the settle that ends its head.
-        alone = all(p.lane_id is None for p in fast)
+        # Alone (its own transaction) only when no run ends in a lane or as a child: a lane's
+        # promotion and a parent's latch must commit with the settle that ends the job.
+        alone = all(p.lane_id is None and p.parent_id is None for p in fast)
         rows = yield fetch_all("fused_settle", _fused_settle_params(fast, now), alone=alone)
         done = {row["job_id"] for row in rows}
         ended = [

@@ -264,6 +264,12 @@ class JobInfo:
     lane_seq: int | None = None
     """The job's place in its lane (positions grow in enqueue commit order)."""
     concurrency_key: str | None = None
+    parent_ref: str | None = None
+    """The job that spawned this one (a child job), and the first job of its family."""
+    root_ref: str | None = None
+    child_name: str | None = None
+    deadline_at: datetime | None = None
+    deadline_strict: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ back when its timer is due or a signal or its last child releases it.
 
 from __future__ import annotations
 
+import functools
 import math
 import typing
 from collections.abc import Callable
@@ -92,6 +93,10 @@ def _text(value: object, field: str, limit: int = _TEXT_MAX) -> str:
 
 
 def _body_id(fn: Callable[..., Any]) -> str:
+    """What identifies a step body: where its code is (a bound method or a partial counts as
+    its function), so the same code called again is the same body."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
     target = getattr(fn, "__func__", fn)
     code = getattr(target, "__code__", None)
     name = getattr(target, "__qualname__", None) or repr(target)
@@ -125,6 +130,7 @@ class DurablePort:
         self._steps: dict[str, verbs.StoredStep] | None = None
         self._variables: dict[str, tuple[int, bytes]] = {}
         self._bodies: dict[str, str] = {}
+        self._types: dict[str, Any] = {}
         self._running: set[str] = set()
         self._sleeps = 0
         self._children_waits = 0
@@ -183,8 +189,9 @@ class DurablePort:
             )
         steps = await self._load()
         stored = steps.get(name)
+        tp = self._types[name] = _returns(fn, options)
         if stored is not None and stored.state is StepState.COMPLETED:
-            return True, self._decode(stored.value, _returns(fn, options), f"step {name}")
+            return True, self._decode(stored.value, tp, f"step {name}")
         if stored is not None and stored.at_most_once:
             if stored.state is StepState.BEGUN:
                 await self._mark_interrupted(name, None)
@@ -198,7 +205,7 @@ class DurablePort:
 
     async def step_finish(self, name: str, value: Any, options: StepOptions) -> Any:
         self._running.discard(name)
-        tp = options.returns if options.returns is not None else Any
+        tp = self._types.get(name, Any)
         try:
             stored = self._encode(value, tp, f"step {name}")
         except PayloadError as exc:

@@ -7,7 +7,9 @@ SELECT j.id AS job_id, j.job_ref, n.name AS namespace, d.name, r.status, r.prior
        r.lease_expires_at, r.control, j.dedup_key, j.correlation_key, j.created_at,
        r.updated_at, j.input_codec, j.input, j.namespace_id,
        (SELECT l.name FROM {schema}.lanes l WHERE l.id = r.lane_id) AS lane, r.lane_seq,
-       j.concurrency_key,
+       j.concurrency_key, j.child_name, j.deadline_at, j.deadline_strict,
+       (SELECT p.job_ref FROM {schema}.jobs p WHERE p.id = j.parent_id) AS parent_ref,
+       (SELECT p.job_ref FROM {schema}.jobs p WHERE p.id = j.root_id) AS root_ref,
        (SELECT group_concat(t.tag, char(31)) FROM {schema}.job_tags t WHERE t.job_id = j.id)
            AS tags
 FROM {schema}.jobs j
@@ -24,7 +26,9 @@ SELECT j.id AS job_id, j.job_ref, n.name AS namespace, d.name, r.status, r.prior
        r.lease_expires_at, r.control, j.dedup_key, j.correlation_key, j.created_at,
        r.updated_at, j.input_codec, NULL AS input, j.namespace_id,
        (SELECT l.name FROM {schema}.lanes l WHERE l.id = r.lane_id) AS lane, r.lane_seq,
-       j.concurrency_key,
+       j.concurrency_key, j.child_name, j.deadline_at, j.deadline_strict,
+       (SELECT p.job_ref FROM {schema}.jobs p WHERE p.id = j.parent_id) AS parent_ref,
+       (SELECT p.job_ref FROM {schema}.jobs p WHERE p.id = j.root_id) AS root_ref,
        (SELECT group_concat(t.tag, char(31)) FROM {schema}.job_tags t WHERE t.job_id = j.id)
            AS tags
 FROM {schema}.jobs j
