@@ -27,7 +27,7 @@ from acta.model.rows import Bounced, Started, Transition
 from acta.outcome import Cancel, Directive, Fail, Pause, Reschedule
 from acta.policy import settlement
 from acta.policy.gate import NO_GATES
-from acta.runtime.durable import NO_TIMER, DurablePort, EndRun, Suspend
+from acta.runtime.durable import DurablePort
 from acta.runtime.environment import RunEnv
 from acta.runtime.handler import (
     Interrupted,
@@ -36,6 +36,7 @@ from acta.runtime.handler import (
     encode_result,
     invoke,
 )
+from acta.runtime.port import NO_TIMER, EndRun, Suspend
 from acta.runtime.run import Run, RunEnd, Stop
 from acta.runtime.system_jobs import SYSTEM_JOBS, SystemJob
 from acta.sync_context import SyncJobContext

@@ -1,0 +1,140 @@
+"""Child jobs from a handler: spawn them under the parent's lease, wait for them suspended.
+
+A child is an ordinary job with lineage (parent, root, its name under the parent). Spawning is
+idempotent by name, so a parent re-entered after a crash finds its children instead of
+spawning them twice. Waiting suspends the parent with no lease held; the last child's terminal
+transition releases it (``acta.ledger.latch``). A bounded wait that expires cancels only the
+children that had not finished.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from acta.definition import JobRequest
+from acta.errors import ValidationError
+from acta.ids import JobRef
+from acta.ledger import control
+from acta.ledger import durable as verbs
+from acta.model.codes import JobStatus, Reason, WaitKind
+from acta.model.rows import NewJob, WaitRef
+from acta.outcome import ChildOutcome
+from acta.producer import deadline_of
+from acta.provider.verb import Verb
+from acta.runtime.port import PortBase, Suspend, check_name, wait_ms
+
+
+class Children(PortBase):
+    """The child-job part of a run's durable port."""
+
+    _children_waits = 0
+
+    async def spawn(
+        self, job: Any, inputs: list[Any], names: list[str], options: dict[str, Any]
+    ) -> list[JobRef]:
+        definition = self.env.registry.resolve(job)
+        for name in names:
+            check_name(name, "child name")
+        if len(set(names)) != len(names):
+            raise ValidationError("name", "two children of one call share a name", "unique names")
+        claimed = self.run.job
+        options = {"correlation_key": claimed.correlation_key, **options}
+        requests = [
+            JobRequest.build(
+                definition, value, payload_cap=self.env.registry.payload_cap, **options
+            )
+            for value in inputs
+        ]
+        clock_now = self.env.clock.now()
+        made = JobRef.many(int(clock_now.timestamp() * 1000), len(requests))
+        root = claimed.root_id if claimed.root_id is not None else claimed.job_id
+        children = [
+            NewJob(
+                job_ref=text,
+                definition=definition.name,
+                input_codec=definition.input_codec.code,
+                input=r.payload,
+                priority=r.priority,
+                run_at=r.run_at,
+                delay_ms=r.delay // timedelta(milliseconds=1),
+                dedup_key=r.dedup_key,
+                correlation_key=r.correlation_key,
+                tags=r.tags,
+                audit_level=definition.policy.audit,
+                lane=r.lane,
+                concurrency_key=r.concurrency_key,
+                deadline_at=deadline_of(r, clock_now),
+                deadline_strict=r.deadline_strict,
+                parent_id=claimed.job_id,
+                root_id=root,
+                child_name=name,
+            )
+            for r, (_, text), name in zip(requests, made, names, strict=True)
+        ]
+        specs = {definition.name: definition.spec()}
+        lease, now, namespace = self.lease, self._now(), self.env.namespace
+        audited = self._audited()
+
+        def make() -> Verb[list[Any] | None]:
+            return verbs.spawn(lease, namespace, specs, children, audited, now)
+
+        written = await self._write(make, "the spawn of children")
+        if self.env.ring is not None:
+            self.env.ring()
+        return [JobRef.parse(w.job_ref) for w in written]
+
+    async def wait_children(self, timeout: Any, try_form: bool) -> list[ChildOutcome]:
+        self._children_waits += 1
+        name = f"children-{self._children_waits}"
+        ms = None if timeout is None else wait_ms(timeout, "timeout")
+        job_id = self.lease.job_id
+        children = await self._read(lambda: verbs.children_of(job_id))
+        if any(c.status < 100 for c in children):
+            state = await self._arm(WaitKind.CHILDREN, name, None, ms, True)
+            if not state.expired:
+                raise Suspend(
+                    WaitRef(int(WaitKind.CHILDREN), name), state.due_at, f"children:{name}"
+                )
+            late = {c.job_ref for c in children if c.status < 100}
+            await self._give_up(children)
+            children = await self._read(lambda: verbs.children_of(job_id))
+        else:
+            late = set()
+        return [self._outcome(c, c.job_ref in late) for c in children]
+
+    async def _give_up(self, children: list[verbs.StoredChild]) -> None:
+        """The bounded wait expired: cancel the children that have not finished."""
+        namespace, now = self.env.namespace, self._now()
+        for child in children:
+            if child.status >= 100:
+                continue
+            ref = child.job_ref
+            await self._read(
+                lambda ref=ref: control.cancel(  # type: ignore[misc]
+                    ref,
+                    namespace,
+                    "its parent's bounded wait for its children expired",
+                    now,
+                    code=Reason.PARENT_GAVE_UP,
+                )
+            )
+
+    def _outcome(self, child: verbs.StoredChild, late: bool) -> ChildOutcome:
+        definition = self.env.registry.get(child.name)
+        value: Any = None
+        if child.value is not None:
+            tp = (
+                Any
+                if definition is None or definition.result_type is None
+                else definition.result_type
+            )
+            value = self._decode(child.value, tp, f"result of {child.job_ref}")
+        return ChildOutcome(
+            ref=JobRef.parse(child.job_ref),
+            name=child.child_name,
+            job=child.name,
+            status=JobStatus(child.status).label,
+            result=value,
+            timed_out=late,
+        )
