@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from acta.codec import check_size
+from acta.codec import check_size, encode_value
 from acta.errors import JobNotFoundError
 from acta.ids import JobRef
 from acta.ledger import durable, read
@@ -38,8 +38,14 @@ class Progress:
         return self.done / self.total if self.total else None
 
     def __str__(self) -> str:
-        text = f"{self.done:,g}" if self.total is None else f"{self.done:,g} of {self.total:,g}"
+        done = _number(self.done)
+        text = done if self.total is None else f"{done} of {_number(self.total)}"
         return f"{text} ({self.message})" if self.message else text
+
+
+def _number(value: float) -> str:
+    """43000.0 as "43,000", 0.5 as "0.5": counts read as counts."""
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:,}"
 
 
 class Signals(Overrides):
@@ -52,7 +58,9 @@ class Signals(Overrides):
         validate_key(name, field="name", max_length=200)
         data = to_data(payload, Any, "payload")
         codec = codec_for(type(payload) if isinstance(payload, str | bytes) else Any)
-        body = check_size(codec.encode(data), self._registry.payload_cap, "payload")
+        body = check_size(
+            encode_value(codec, data, "payload"), self._registry.payload_cap, "payload"
+        )
         ns, now = self.namespace, self._read_ledger().now()
         return lambda: send_signal(key, ns, name, codec.code, body, now)
 

@@ -197,7 +197,7 @@ def _start(
             "insert_event",
             _job_event(job, worker_id, EventCode.EXECUTION_STARTED, now, execution=execution),
         )
-    return Started(execution=execution, cancel_requested=bool(row["control"]))
+    return Started(execution=execution, cancel_requested=int(row["control"]))
 
 
 def _gates(gates: JobGates, limit: int | None) -> str:
@@ -268,7 +268,7 @@ def _refused(job: Claimed, worker_id: int, now: datetime | None) -> Verb[Started
     earlier = yield from own_earlier_write(job.job_id, job.epoch)
     if earlier is not None and earlier["lease_epoch"] == job.epoch:
         if earlier["lease_owner"] == worker_id and earlier["status"] == int(JobStatus.EXECUTING):
-            return Started(earlier["executions"], cancel_requested=bool(earlier["control"]))
+            return Started(earlier["executions"], cancel_requested=int(earlier["control"]))
         if earlier["status"] == int(JobStatus.READY):
             return Bounced("unknown", "", None)  # the earlier try bounced it
     yield execute(

@@ -98,7 +98,7 @@ def start(
             and earlier["status"] == int(JobStatus.EXECUTING)
         ):
             return Started(
-                execution=earlier["executions"], cancel_requested=bool(earlier["control"])
+                execution=earlier["executions"], cancel_requested=int(earlier["control"])
             )
         yield execute(
             "insert_event",
@@ -129,7 +129,7 @@ def start(
                 epoch=job.epoch,
             ),
         )
-    return Started(execution=execution, cancel_requested=bool(row["control"]))
+    return Started(execution=execution, cancel_requested=int(row["control"]))
 
 
 def start_many(

@@ -13,7 +13,7 @@ from acta.errors import ConflictError, JobNotFoundError, ValidationError
 from acta.ledger import read
 from acta.ledger.events import event_params
 from acta.ledger.transition import apply_transition, request_cancel
-from acta.model.codes import EventCode, JobStatus, Reason
+from acta.model.codes import Control, EventCode, JobStatus, Reason
 from acta.model.rows import EventRecord, Transition
 from acta.names import SYSTEM_PREFIX
 from acta.provider.verb import Verb, execute
@@ -72,7 +72,8 @@ def cancel(
         if info.status in (JobStatus.DISPATCHED, JobStatus.EXECUTING):
             if info.cancel_requested:
                 return info.status  # asked before: one request is enough
-            if (yield from request_cancel(info.job_id, info.lease_epoch, now)):
+            control = Control.PARENT_GAVE_UP if code is Reason.PARENT_GAVE_UP else Control.CANCEL
+            if (yield from request_cancel(info.job_id, info.lease_epoch, now, control)):
                 yield execute(
                     "insert_event",
                     event_params(

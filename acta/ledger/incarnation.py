@@ -100,7 +100,7 @@ def heartbeat(
     return Heartbeat(
         alive=True,
         lost=frozenset(job for job, _ in held if job not in kept),
-        cancel_requested=frozenset(row["job_id"] for row in renewed if row["control"]),
+        cancel_requested={row["job_id"]: row["control"] for row in renewed if row["control"]},
     )
 
 

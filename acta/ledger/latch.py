@@ -64,6 +64,16 @@ def wait_satisfied(plan: Transition, open_children: int) -> Verb[bool]:
     return False
 
 
+def park(plan: Transition) -> Verb[None]:
+    """Stamp the wait a suspension parks on (what ``jobs_view.waiting_for`` shows)."""
+    wait = plan.wait
+    assert wait is not None
+    yield execute(
+        "wait_park",
+        {"job_id": plan.job_id, "kind": wait.kind, "name": wait.name, "execution": wait.execution},
+    )
+
+
 def ready_instead(plan: Transition) -> Transition:
     """The suspension turned into "ready now": the handler re-enters at once and finds what
     it waited for. The suspended event says so."""

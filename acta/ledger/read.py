@@ -35,7 +35,7 @@ def _job(row: dict[str, Any]) -> JobInfo:
         tags=tuple(sorted(tags.split(TAG_SEPARATOR))) if tags else (),
         input_codec=row["input_codec"],
         input=None if row["input"] is None else bytes(row["input"]),
-        cancel_requested=row["control"] == Control.CANCEL,
+        cancel_requested=row["control"] != Control.NONE,
         lane=row["lane"],
         lane_seq=row["lane_seq"],
         concurrency_key=row["concurrency_key"],

@@ -15,8 +15,8 @@ from typing import Any
 
 from acta.ledger.events import event_params, worker_event
 from acta.ledger.lane import promote, promote_lanes
-from acta.ledger.latch import ready_instead, release_latch, wait_satisfied
-from acta.model.codes import AuditLevel, EventCode, JobStatus, Reason
+from acta.ledger.latch import park, ready_instead, release_latch, wait_satisfied
+from acta.model.codes import AuditLevel, Control, EventCode, JobStatus, Reason
 from acta.model.rows import EventRecord, LapsedLease, RecoveryReport, Transition
 from acta.policy.recovery import recovery_transition
 from acta.provider.verb import Verb, execute, execute_many, fetch_all, fetch_one
@@ -76,8 +76,11 @@ def apply_transition(plan: Transition, now: datetime | None) -> Verb[JobStatus |
         return None
     if guard["control"] and plan.on_cancel is not None:
         plan = plan.on_cancel
-    if plan.wait is not None and (yield from wait_satisfied(plan, guard["open_children"])):
-        plan = ready_instead(plan)  # what it would wait for is here: no need to leave
+    if plan.wait is not None:
+        if (yield from wait_satisfied(plan, guard["open_children"])):
+            plan = ready_instead(plan)  # what it would wait for is here: no need to leave
+        else:
+            yield from park(plan)
     yield execute(
         "transition",
         {
@@ -180,9 +183,14 @@ def recover(
     )
 
 
-def request_cancel(job_id: int, epoch: int, now: datetime | None) -> Verb[bool]:
-    """Flag a running job for cancellation; its worker stops it at the next heartbeat."""
-    changed = yield execute("request_cancel", {"now": now, "job_id": job_id, "epoch": epoch})
+def request_cancel(
+    job_id: int, epoch: int, now: datetime | None, control: Control = Control.CANCEL
+) -> Verb[bool]:
+    """Flag a running job for cancellation; its worker stops it at the next heartbeat (the
+    control code says why, and becomes the reason of its cancelled event)."""
+    changed = yield execute(
+        "request_cancel", {"now": now, "job_id": job_id, "epoch": epoch, "control": int(control)}
+    )
     return bool(changed)
 
 

@@ -156,6 +156,7 @@ class AlertSeverity(Coded):
 class Control(Coded):
     NONE = 0, "No pending request."
     CANCEL = 1, "Cancel the job when its current run ends."
+    PARENT_GAVE_UP = 2, "Cancel the job when its current run ends: its parent stopped waiting."
 
 
 FAMILIES: dict[type[Coded], str] = {

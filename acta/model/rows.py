@@ -6,6 +6,7 @@ a provider only binds and executes. Nothing here does I/O or reads the clock.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -139,7 +140,8 @@ class Started:
     """A run that began: its execution number and any pending control request."""
 
     execution: int
-    cancel_requested: bool
+    cancel_requested: int
+    """The pending control code (``Control``): 0 none, else why the job is to be cancelled."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +197,8 @@ class WaitRef:
 
     kind: int
     name: str
+    execution: int = 0
+    """The execution that parks on it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +208,8 @@ class Heartbeat:
 
     alive: bool
     lost: frozenset[int] = frozenset()
-    cancel_requested: frozenset[int] = frozenset()
+    cancel_requested: Mapping[int, int] = field(default_factory=dict)
+    """Job id -> the control code of its pending cancel request."""
 
 
 @dataclass(frozen=True, slots=True)

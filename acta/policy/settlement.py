@@ -97,6 +97,7 @@ def cancelled(
     policy: JobPolicy,
     duration_ms: int | None,
     message: str = "cancelled while running",
+    reason: Reason = Reason.OPERATOR,
 ) -> Transition:
     expect = JobStatus.DISPATCHED if execution is None else JobStatus.EXECUTING
     events = []
@@ -106,13 +107,11 @@ def cancelled(
                 EventCode.EXECUTION_FINISHED,
                 execution,
                 Outcome.CANCELLED,
-                Reason.OPERATOR,
+                reason,
                 duration_ms=duration_ms,
             )
         )
-    events.append(
-        EventRecord(EventCode.CANCELLED, execution, reason=Reason.OPERATOR, message=message)
-    )
+    events.append(EventRecord(EventCode.CANCELLED, execution, reason=reason, message=message))
     return _plan(
         job,
         worker_id,

@@ -29,6 +29,9 @@ class Children(PortBase):
     """The child-job part of a run's durable port."""
 
     _children_waits = 0
+    _spawned: list[str] | None = None
+    """Refs of the children this execution spawned so far (a re-entry spawns them again,
+    by name, and gets the same refs): what a wait waits for."""
 
     async def spawn(
         self, job: Any, inputs: list[Any], names: list[str], options: dict[str, Any]
@@ -82,23 +85,37 @@ class Children(PortBase):
         written = await self._write(make, "the spawn of children")
         if self.env.ring is not None:
             self.env.ring()
+        if self._spawned is None:
+            self._spawned = []
+        self._spawned.extend(w.job_ref for w in written)
         return [JobRef.parse(w.job_ref) for w in written]
+
+    async def _children(self) -> list[verbs.StoredChild]:
+        """The children a wait is about: those this execution spawned so far (all of the
+        job's children if it spawned none in this execution), in spawn order."""
+        job_id = self.lease.job_id
+        children = await self._read(lambda: verbs.children_of(job_id))
+        if self._spawned is None:
+            return children
+        mine = set(self._spawned)
+        return [c for c in children if c.job_ref in mine]
 
     async def wait_children(self, timeout: Any, try_form: bool) -> list[ChildOutcome]:
         self._children_waits += 1
         name = f"children-{self._children_waits}"
         ms = None if timeout is None else wait_ms(timeout, "timeout")
-        job_id = self.lease.job_id
-        children = await self._read(lambda: verbs.children_of(job_id))
+        children = await self._children()
         if any(c.status < 100 for c in children):
             state = await self._arm(WaitKind.CHILDREN, name, None, ms, True)
             if not state.expired:
                 raise Suspend(
-                    WaitRef(int(WaitKind.CHILDREN), name), state.due_at, f"children:{name}"
+                    WaitRef(int(WaitKind.CHILDREN), name, self.lease.execution),
+                    state.due_at,
+                    f"children:{name}",
                 )
             late = {c.job_ref for c in children if c.status < 100}
             await self._give_up(children)
-            children = await self._read(lambda: verbs.children_of(job_id))
+            children = await self._children()
         else:
             late = set()
         return [self._outcome(c, c.job_ref in late) for c in children]

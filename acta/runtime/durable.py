@@ -226,7 +226,9 @@ class DurablePort(Children):
         state = await self._arm(WaitKind.SLEEP, name, until, ms, False)
         if state.due_at is None or state.expired:
             return
-        raise Suspend(WaitRef(int(WaitKind.SLEEP), name), state.due_at, f"sleep:{name}")
+        raise Suspend(
+            WaitRef(int(WaitKind.SLEEP), name, self.lease.execution), state.due_at, f"sleep:{name}"
+        )
 
     async def wait_signal(self, name: str, tp: Any, timeout: Any, try_form: bool) -> Any:
         check_name(name, "signal name")
@@ -244,7 +246,11 @@ class DurablePort(Children):
                 Cancel(f"signal {name!r} did not come before {state.due_at}"),
                 Reason.WAIT_TIMED_OUT,
             )
-        raise Suspend(WaitRef(int(WaitKind.SIGNAL), name), state.due_at, f"signal:{name}")
+        raise Suspend(
+            WaitRef(int(WaitKind.SIGNAL), name, self.lease.execution),
+            state.due_at,
+            f"signal:{name}",
+        )
 
     # -- notes and alerts ---------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from acta.errors import (
     StepInterruptedError,
 )
 from acta.ids import JobRef
-from acta.model.codes import EventCode, JobStatus, Outcome, Reason, audited
+from acta.model.codes import Control, EventCode, JobStatus, Outcome, Reason, audited
 from acta.model.rows import Bounced, Started, Transition
 from acta.outcome import Cancel, Directive, Fail, Pause, Reschedule
 from acta.policy import settlement
@@ -90,7 +90,9 @@ async def execute(env: RunEnv, run: Run) -> RunEnd:
         return RunEnd.LEASE_LOST
     execution = started.execution
     if started.cancel_requested:
-        plan = settlement.cancelled(job, execution, env.identity.worker_id, policy, 0)
+        plan = settlement.cancelled(
+            job, execution, env.identity.worker_id, policy, 0, **_cancel(started.cancel_requested)
+        )
         return await _settle(env, run, plan, RunEnd.CANCELLED)
     attempt = _Attempt(env, run, definition, execution)
     if system is not None:
@@ -215,6 +217,14 @@ class _Attempt:
             return JobContext(**fields)
         return SyncJobContext(loop=self.run.loop, **fields)
 
+    def wake_at(self, until: datetime | None) -> datetime:
+        """When a suspended job comes back by time: its wait's instant, or its strict
+        deadline if that is sooner (it is then failed on the claim)."""
+        job, wake = self.run.job, until or NO_TIMER
+        if job.deadline_strict and job.deadline_at is not None:
+            wake = min(wake, job.deadline_at)
+        return wake
+
     async def suspend(self, wait: Suspend) -> RunEnd:
         plan = settlement.suspended(
             self.run.job,
@@ -222,7 +232,7 @@ class _Attempt:
             self.env.identity.worker_id,
             self.definition.policy,
             wait=wait.wait,
-            until=wait.until or NO_TIMER,
+            until=self.wake_at(wait.until),
             what=wait.what,
             duration_ms=self.elapsed(),
         )
@@ -306,6 +316,13 @@ _DIRECTED: dict[type[Directive], tuple[JobStatus, Outcome, RunEnd]] = {
 }
 
 
+def _cancel(control: int) -> dict[str, Any]:
+    """The reason and message of a cancel that a control request asked for."""
+    if control == Control.PARENT_GAVE_UP:
+        return {"reason": Reason.PARENT_GAVE_UP, "message": "cancelled: its parent stopped waiting"}
+    return {}
+
+
 def _retry_or_fail(plan: Transition) -> RunEnd:
     return RunEnd.FAILED if plan.status.terminal else RunEnd.REARMED
 
@@ -324,7 +341,14 @@ async def _interrupted(
         return RunEnd.LEASE_LOST  # someone else owns the row now: write nothing
     policy = definition.policy
     if reason is Stop.CANCEL:
-        plan = settlement.cancelled(run.job, execution, env.identity.worker_id, policy, duration_ms)
+        plan = settlement.cancelled(
+            run.job,
+            execution,
+            env.identity.worker_id,
+            policy,
+            duration_ms,
+            **_cancel(run.cancel_control),
+        )
         return await _settle(env, run, plan, RunEnd.CANCELLED)
     if run.thread_running and run.thread is not None:
         # A handler that honours its cancellation returns within moments: give it those.

@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from acta.codec import check_size, codecs
+from acta.codec import check_size, codecs, encode_value
 from acta.context import JobCancelledError, JobContext
 from acta.definition import JobDefinition
 from acta.model.rows import Claimed
@@ -151,7 +151,7 @@ def encode_result(
     codec = (
         definition.result_codec if definition.result_type is not None else _codec_for_value(value)
     )
-    body = codec.encode(data)
+    body = encode_value(codec, data, "result")
     return codec.code, check_size(body, payload_cap, "result")
 
 

@@ -60,7 +60,8 @@ class Heartbeats:
         for job_id in result.lost:
             if job_id in self.runs:
                 self.runs[job_id].stop(Stop.LEASE_LOST)
-        for job_id in result.cancel_requested:
+        for job_id, control in result.cancel_requested.items():
             if job_id in self.runs:
+                self.runs[job_id].cancel_control = control
                 self.runs[job_id].stop(Stop.CANCEL)
         return result

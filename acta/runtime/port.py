@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-from acta.codec import check_size, codecs
+from acta.codec import check_size, codecs, encode_value
 from acta.definition import JobDefinition
 from acta.duration import parse_duration
 from acta.errors import LeaseLostError, ValidationError
@@ -96,6 +96,8 @@ class PortBase:
         return await self.env.ledger.run_async(make, name="durable")
 
     async def _write(self, make: Callable[[], Verb[T | None]], what: str) -> T:
+        if self.env.killed:  # a dead process writes nothing, even under a lease not yet lapsed
+            raise LeaseLostError(f"{what} was not written: the worker is gone")
         done = await self.env.ledger.run_async(make, name="durable")
         if done is None or done is False:
             self.run.stop(Stop.LEASE_LOST)
@@ -105,7 +107,8 @@ class PortBase:
     def _encode(self, value: Any, tp: Any, field: str) -> tuple[int, bytes]:
         data = to_data(value, tp, field)
         codec = codec_for(type(value) if tp is Any and isinstance(value, str | bytes) else tp)
-        return codec.code, check_size(codec.encode(data), self.env.registry.payload_cap, field)
+        body = encode_value(codec, data, field)
+        return codec.code, check_size(body, self.env.registry.payload_cap, field)
 
     @staticmethod
     def _decode(stored: tuple[int, bytes] | None, tp: Any, field: str) -> Any:

@@ -67,6 +67,8 @@ class Run:
     grace_from: datetime | None = None
     """When the stopped handler's cancel grace began (one grace per stop, however many
     places wait on it)."""
+    cancel_control: int = 1
+    """Why a Stop.CANCEL came: the job's control code (``acta.model.codes.Control``)."""
     back_at: datetime | None = None
     """When a job a gate turned away is due again (the worker looks for it then)."""
 

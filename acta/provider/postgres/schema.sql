@@ -283,6 +283,7 @@ CREATE TABLE {schema}.waits (
     armed_at timestamp with time zone NOT NULL,
     execution bigint NOT NULL,
     released_at timestamp with time zone,
+    parked_in bigint,
     CONSTRAINT waits_job_id_fkey FOREIGN KEY (job_id) REFERENCES {schema}.jobs(id) ON DELETE CASCADE,
     CONSTRAINT waits_pkey PRIMARY KEY (job_id, kind, name)
 );
@@ -549,8 +550,8 @@ SELECT j.job_ref,
     ( SELECT (wk.name || ':'::text) || wt.name
            FROM {schema}.waits wt
              JOIN {schema}.codes wk ON wk.family = 'wait_kind'::text AND wk.code = wt.kind
-          WHERE wt.job_id = j.id AND wt.released_at IS NULL AND r.status = 30
-          ORDER BY wt.armed_at DESC, wt.kind, wt.name
+          WHERE wt.job_id = j.id AND wt.parked_in IS NOT NULL AND r.status = 30
+          ORDER BY wt.parked_in DESC
          LIMIT 1) AS waiting_for,
     j.id AS job_id
    FROM {schema}.jobs j

@@ -284,6 +284,7 @@ CREATE TABLE acta_waits (
     armed_at    TEXT NOT NULL,
     execution   INTEGER      NOT NULL,
     released_at TEXT,
+    parked_in   INTEGER,
     PRIMARY KEY (job_id, kind, name)
 );
 
@@ -416,8 +417,8 @@ SELECT
     (SELECT wk.name || ':' || wt.name
        FROM acta_waits wt
        JOIN acta_codes wk ON wk.family = 'wait_kind' AND wk.code = wt.kind
-      WHERE wt.job_id = j.id AND wt.released_at IS NULL AND r.status = 30
-      ORDER BY wt.armed_at DESC, wt.kind, wt.name LIMIT 1) AS waiting_for,
+      WHERE wt.job_id = j.id AND wt.parked_in IS NOT NULL AND r.status = 30
+      ORDER BY wt.parked_in DESC LIMIT 1) AS waiting_for,
     j.id                  AS job_id
 FROM acta_jobs j
 JOIN acta_runtime r      ON r.job_id = j.id

@@ -28,7 +28,9 @@ VALUES (:job_id, :name, :state, :at_most_once, :execution, :codec, :body, :error
         CASE WHEN :state::smallint = 2 THEN COALESCE(:now::timestamptz, now()) END)
 ON CONFLICT (job_id, name) DO UPDATE SET
     state        = excluded.state,
-    execution    = excluded.execution,
+    -- An interruption is recorded by a later execution; the step began in the earlier one.
+    execution    = CASE WHEN excluded.state = 3 THEN {schema}.steps.execution
+                        ELSE excluded.execution END,
     codec        = excluded.codec,
     body         = excluded.body,
     error        = excluded.error,
@@ -113,6 +115,11 @@ SET released_at = COALESCE(:now::timestamptz, now())
 WHERE job_id = :job_id AND kind = 3 AND released_at IS NULL
   AND (due_at IS NULL OR due_at > COALESCE(:now::timestamptz, now()))
 RETURNING name;
+
+-- name: wait_park
+-- The suspension that parks a job on this wait (in the suspension's transaction).
+UPDATE {schema}.waits SET parked_in = :execution
+WHERE job_id = :job_id AND kind = :kind AND name = :name;
 
 -- name: wake
 -- A suspended job whose wait was released is ready now.

@@ -41,7 +41,7 @@ WHERE job_id = :job_id AND lease_epoch = :epoch;
 -- name: request_cancel
 -- A running job is cancelled when its run ends: the worker learns it from its heartbeat.
 UPDATE {schema}.runtime
-SET control = 1, version = version + 1, updated_at = COALESCE(:now::timestamptz, now())
+SET control = :control, version = version + 1, updated_at = COALESCE(:now::timestamptz, now())
 WHERE job_id = :job_id AND lease_epoch = :epoch AND status IN (20, 21) AND control = 0;
 
 -- name: upsert_result

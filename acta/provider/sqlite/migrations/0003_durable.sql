@@ -74,7 +74,9 @@ CREATE TABLE {schema}.progress (
 
 -- Durable waits, armed once: kind 1 sleep, 2 signal, 3 children. due_at is the absolute
 -- instant the wait ends or expires (NULL: no timeout), fixed when first armed and never moved
--- by re-entry. released_at says when a signal or the last child released it.
+-- by re-entry. parked_in is the execution that last suspended on it (the newest parked wait of
+-- a suspended job is what it waits for); released_at, when a signal or the last child released
+-- it.
 CREATE TABLE {schema}.waits (
     job_id      INTEGER      NOT NULL REFERENCES {schema}.jobs (id) ON DELETE CASCADE,
     kind        INTEGER    NOT NULL,
@@ -83,6 +85,7 @@ CREATE TABLE {schema}.waits (
     armed_at    TEXT NOT NULL,
     execution   INTEGER      NOT NULL,
     released_at TEXT,
+    parked_in   INTEGER,
     PRIMARY KEY (job_id, kind, name)
 );
 
@@ -160,8 +163,8 @@ SELECT
     (SELECT wk.name || ':' || wt.name
        FROM {schema}.waits wt
        JOIN {schema}.codes wk ON wk.family = 'wait_kind' AND wk.code = wt.kind
-      WHERE wt.job_id = j.id AND wt.released_at IS NULL AND r.status = 30
-      ORDER BY wt.armed_at DESC, wt.kind, wt.name LIMIT 1) AS waiting_for,
+      WHERE wt.job_id = j.id AND wt.parked_in IS NOT NULL AND r.status = 30
+      ORDER BY wt.parked_in DESC LIMIT 1) AS waiting_for,
     j.id                  AS job_id
 FROM {schema}.jobs j
 JOIN {schema}.runtime r      ON r.job_id = j.id
@@ -260,6 +263,7 @@ INSERT INTO {schema}.codes (family, code, name, description) VALUES
     ('step_state', 1, 'begun', 'An at-most-once step''s intent is recorded; no outcome yet.'),
     ('step_state', 2, 'completed', 'The step''s result is stored; re-entry returns it without running the body.'),
     ('step_state', 3, 'interrupted', 'Begun and never completed (or its at-most-once body raised): not run again.'),
+    ('control', 2, 'parent-gave-up', 'Cancel the job when its current run ends: its parent stopped waiting.'),
     ('alert_kind', 1, 'manual', 'Opened by a handler with ctx.alert.'),
     ('alert_severity', 1, 'info', 'For the record.'),
     ('alert_severity', 2, 'warning', 'Someone should look.'),

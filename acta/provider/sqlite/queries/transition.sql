@@ -37,7 +37,7 @@ WHERE job_id = :job_id AND lease_epoch = :epoch;
 -- A running job is cancelled when its run ends: the worker learns it from its heartbeat.
 WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
 UPDATE {schema}.runtime
-SET control = 1, version = version + 1, updated_at = (SELECT now FROM t)
+SET control = :control, version = version + 1, updated_at = (SELECT now FROM t)
 WHERE job_id = :job_id AND lease_epoch = :epoch AND status IN (20, 21) AND control = 0;
 
 -- name: upsert_result
