@@ -10,8 +10,6 @@ import asyncio
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-import pytest
-
 from acta import (
     Acta,
     EventCode,
@@ -232,11 +230,6 @@ def test_at_most_once_cannot_be_retried(acta_app: Acta, acta_host: Host, ledger:
     assert calls == [] and steps_of(ledger, ref) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: marking a begun step interrupted overwrites its execution with the one "
-    "that found it (step_write upsert sets execution = excluded.execution)",
-)
 def test_interruption_keeps_the_execution_that_began_the_step(
     acta_app: Acta, acta_host: Host, ledger: Ledger
 ) -> None:

@@ -181,11 +181,6 @@ def test_unencodable_variable_is_not_stored(
     assert variables_of(ledger, ref) == [] and durable_counts(ledger) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: DurablePort._encode calls codec.encode(data) without the field, so an "
-    "unencodable variable is reported as 'input' instead of 'variable <name>'",
-)
 def test_unencodable_variable_error_names_the_variable(acta_app: Acta, acta_host: Host) -> None:
     fields: list[str] = []
 
@@ -280,11 +275,6 @@ def test_undeliverable_signals_are_outcomes(
     assert durable_counts(ledger) == before  # neither was stored
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: Signals._signal_verb calls codec.encode(data) without the field, so an "
-    "unencodable payload is reported as 'input' instead of 'payload'",
-)
 def test_unencodable_signal_payload_error_names_the_payload(
     acta_app: Acta, acta_host: Host
 ) -> None:

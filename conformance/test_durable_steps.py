@@ -10,8 +10,6 @@ import asyncio
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-import pytest
-
 from acta import Acta, EventCode, JobContext, JobStatus, StepConflictError, SyncJobContext
 from acta_testing import AsyncHost, Host
 from conformance.conftest import Ledger
@@ -246,11 +244,6 @@ def test_typed_result_is_the_same_on_first_run_and_reentry(acta_app: Acta, acta_
     assert isinstance(seen[0], Receipt) and isinstance(seen[2], Receipt)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: step_finish encodes with returns= or Any, not the body's return "
-    "annotation, so a dataclass-annotated body cannot be stored (PayloadError)",
-)
 def test_return_annotation_types_the_stored_result(acta_app: Acta, acta_host: Host) -> None:
     seen: list[object] = []
 
@@ -294,11 +287,6 @@ def test_sync_handler_steps_survive_retry_and_crash(acta_app: Acta, acta_host: H
     assert acta_host.job(ref).executions == 3
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: after host.kill a sync handler's thread still records its step "
-    "(DurablePort writes do not check env.killed), so the dead run's result is kept",
-)
 def test_sync_death_between_body_and_record_runs_the_body_again(
     acta_app: Acta, acta_host: Host, ledger: Ledger
 ) -> None:
