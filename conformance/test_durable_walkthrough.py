@@ -1,3 +1,8 @@
+"""Durable execution end to end: one handler that steps, sleeps, waits for a signal, fans out
+to children and waits for them, walked tick by tick with the test clock (issue 10). The
+detailed rules have their own files (test_durable_*.py, test_signals.py, test_children.py...).
+"""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -5,10 +10,10 @@ from datetime import timedelta
 from acta import Acta, JobContext, JobStatus, SyncJobContext
 from acta_testing import Host
 
-calls: list[str] = []
 
-
-def test_steps_sleep_signal_children(acta_app: Acta, acta_host: Host) -> None:
+def test_a_handler_steps_sleeps_waits_for_a_signal_and_for_its_children(
+    acta_app: Acta, acta_host: Host
+) -> None:
     seen: list[str] = []
 
     @acta_app.job("child")
@@ -40,7 +45,7 @@ def test_steps_sleep_signal_children(acta_app: Acta, acta_host: Host) -> None:
     assert seen == ["a", "b"]
 
 
-def test_sync_handler(acta_app: Acta, acta_host: Host) -> None:
+def test_a_sync_handler_has_the_same_durable_operations(acta_app: Acta, acta_host: Host) -> None:
     seen: list[str] = []
 
     @acta_app.job("flow")
