@@ -1,4 +1,5 @@
-"""``acta jobs``: look at jobs from a terminal: list them, show one, read its timeline.
+"""``acta jobs``: look at jobs from a terminal: list them, show one, read its timeline; send
+a signal to one or resume it (those two live in ``acta.cli.durable``).
 
 Everything goes through the application's read surface (``Acta.jobs``/``get``/``events``/
 ``result``), so the CLI sees exactly what application code sees, on any provider. Each
@@ -11,21 +12,23 @@ import argparse
 from typing import Any
 
 from acta.app import Acta
-from acta.cli import render
+from acta.cli import durable, render
 from acta.cli.command import EXIT_OK, HANDLER
 from acta.cli.ledger import add_ledger_options, open_reader, resolve_ledger
 from acta.errors import InputDecodeError
 from acta.ids import JobRef
 from acta.model.codes import JobStatus
+from acta.model.rows import EventInfo, JobInfo
+from acta.signals import Progress
 
 STATUS_NAMES = [status.label for status in JobStatus]
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``jobs list|show|events`` to a subcommand set."""
+    """Add ``jobs list|show|events|signal|resume`` to a subcommand set."""
     jobs = commands.add_parser(
         "jobs",
-        help="list jobs, show one, read its event timeline",
+        help="list jobs, show one, read its event timeline, signal or resume one",
         description="Read jobs from the ledger.",
     )
     sub = jobs.add_subparsers(title="commands", metavar="COMMAND", required=True)
@@ -67,7 +70,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     show = sub.add_parser(
         "show",
-        help="one job: status, counters, input, result, last error",
+        help="one job: status, counters, progress, wait, input, result, last error",
         description="Show one job by its ref (job_...).",
     )
     show.add_argument("ref", metavar="REF", help="the job's ref, e.g. job_06f0...")
@@ -84,6 +87,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_ledger_options(events)
     events.add_argument("--json", action="store_true", help="print JSON")
     events.set_defaults(**{HANDLER: events_command})
+
+    durable.register(sub)
 
 
 def _ref(text: str) -> str:
@@ -120,6 +125,7 @@ def show_command(args: argparse.Namespace, host_app: Acta | None) -> int:
         info = reader.get(ref)
         events = reader.events(ref)
         result_value = _result(reader, ref) if info.status is JobStatus.SUCCEEDED else None
+        progress = reader.progress(ref)
     input_value = render.payload(info.input_codec, info.input)
     error = render.last_error(events)
     if args.json:
@@ -127,11 +133,33 @@ def show_command(args: argparse.Namespace, host_app: Acta | None) -> int:
         data["input"] = input_value
         data["result"] = result_value
         data["last_error"] = None if error is None else render.event_data(error)
+        data["progress"] = durable.progress_data(progress)
+        data["waiting_for"] = durable.waiting_data(info, events)
+        data["pause_reason"] = durable.pause_reason(info, events)
         print(render.dump(data))
         return EXIT_OK
     pairs = render.job_details(info, input=input_value, result=result_value, error=error)
-    print(render.labelled(info.job_ref, pairs))
+    print(render.labelled(info.job_ref, _with_durable(pairs, info, events, progress)))
     return EXIT_OK
+
+
+def _with_durable(
+    pairs: list[tuple[str, str]], info: JobInfo, events: list[EventInfo], progress: Progress | None
+) -> list[tuple[str, str]]:
+    """The durable lines go after "next run"; a suspended job with no timer has no next run
+    (its next_run_at is a far-future placeholder, not an instant worth printing)."""
+    shown: list[tuple[str, str]] = []
+    for label, value in pairs:
+        if (
+            label == "next run"
+            and info.status is JobStatus.SUSPENDED
+            and durable.timer(info) is None
+        ):
+            value = render.NONE
+        shown.append((label, value))
+        if label == "next run":
+            shown.extend(durable.show_pairs(info, events, progress))
+    return shown
 
 
 def events_command(args: argparse.Namespace, host_app: Acta | None) -> int:
