@@ -299,11 +299,6 @@ async def test_signal_async_answers_like_signal(acta_app: Acta, acta_async_host:
     assert acta_app.result(ref) == [1, 2]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: acta/signals.py encodes the payload with codec.encode(data) and no "
-    "field, so the codec's default names a signal payload 'input' in the error",
-)
 def test_a_refused_signal_payload_is_named_payload_in_the_error(
     acta_app: Acta, acta_host: Host
 ) -> None:
@@ -317,12 +312,6 @@ def test_a_refused_signal_payload_is_named_payload_in_the_error(
     assert refused.value.field.startswith("payload"), refused.value
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: jobs_view.waiting_for picks the unreleased wait with the latest armed_at "
-    "(ties by kind, name), but waits that returned at once are never released and share the "
-    "armed instant of the wait that really suspends",
-)
 def test_waiting_for_names_the_wait_that_suspended_the_job(
     acta_app: Acta, acta_host: Host, ledger: Ledger
 ) -> None:

@@ -347,11 +347,6 @@ def test_progress_counts_are_written_in_full() -> None:
     assert durable.progress_text(Progress(12.75, 40, "hours", at)) == "12.75 of 40 (hours)"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: acta.Progress.__str__ formats with ',g', which switches to exponent "
-    "notation from a million (1,234,567 prints as 1.23457e+06)",
-)
 def test_progress_str_writes_large_counts_in_full() -> None:
     from datetime import UTC, datetime
 
