@@ -32,8 +32,6 @@ from acta.outcome import SignalOutcome
 from acta.signals import Progress
 
 NAME_MAX = 200
-NO_TIMER_YEAR = 9000
-"""A suspended job's next_run_at from this year on means "no timer" (the ledger's own rule)."""
 
 _DELIVERED = frozenset({SignalOutcome.RELEASED, SignalOutcome.STORED})
 _SAID = {
@@ -166,7 +164,7 @@ def progress_data(progress: Progress | None) -> dict[str, Any] | None:
 
 def timer(info: JobInfo) -> datetime | None:
     """When a suspended job comes back by time alone (its sleep or timeout); None if never."""
-    return None if info.next_run_at.year >= NO_TIMER_YEAR else info.next_run_at
+    return None if info.next_run_at.year >= render.NO_TIMER_YEAR else info.next_run_at
 
 
 def waiting_data(info: JobInfo, events: Sequence[EventInfo]) -> dict[str, Any] | None:

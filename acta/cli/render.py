@@ -107,9 +107,16 @@ def attempts(info: JobInfo) -> str:
     return f"{info.attempts}/{info.max_attempts}"
 
 
+NO_TIMER_YEAR = 9000
+"""A suspended job's next_run_at from this year on means "no timer" (the ledger's own rule)."""
+
+
 def next_run(info: JobInfo) -> str:
-    # A finished job keeps a next_run_at column, but it means nothing any more.
-    return NONE if info.status.terminal else when(info.next_run_at)
+    # A finished job keeps a next_run_at column, but it means nothing any more; a wait with
+    # no timer keeps a far-future placeholder, which is no instant either.
+    if info.status.terminal or info.next_run_at.year >= NO_TIMER_YEAR:
+        return NONE
+    return when(info.next_run_at)
 
 
 def job_data(info: JobInfo) -> dict[str, Any]:
