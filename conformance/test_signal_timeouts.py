@@ -109,12 +109,11 @@ def test_a_signal_after_the_timeout_does_not_revive_the_wait(
     assert acta_host.job(plain).status is JobStatus.CANCELLED
 
 
-def test_a_signal_at_the_very_instant_of_the_timeout_still_counts(
+def test_a_signal_at_the_very_instant_of_the_timeout_is_too_late(
     acta_app: Acta, acta_host: Host
 ) -> None:
-    # The boundary as the code draws it: a wait is expired from due_at on, so a signal at
-    # due_at releases nothing (STORED), but it was sent no later than due_at, so the wait,
-    # re-entered on its timer, takes it.
+    # One boundary for sender and waiter: a wait is expired from due_at on, so a signal sent
+    # at due_at releases nothing (STORED) and the wait, re-entered on its timer, times out.
     @acta_app.job("edge")
     async def edge(x: int, ctx: JobContext) -> Any:
         return await ctx.wait_signal("go", timeout="10m")
@@ -122,9 +121,9 @@ def test_a_signal_at_the_very_instant_of_the_timeout_still_counts(
     ref = edge.enqueue(1)
     assert acta_host.tick() == "suspended"
     acta_host.advance(timedelta(minutes=10))
-    assert acta_app.signal(ref, "go", "just in time") is SignalOutcome.STORED
-    assert acta_host.tick() == "completed"
-    assert acta_app.result(ref) == "just in time"
+    assert acta_app.signal(ref, "go", "too late") is SignalOutcome.STORED
+    assert acta_host.tick() == "cancelled"
+    assert acta_host.job(ref).status is JobStatus.CANCELLED
 
 
 def test_a_crash_before_the_timeout_does_not_extend_it(

@@ -236,7 +236,13 @@ class DurablePort(Children):
         state = await self._arm(WaitKind.SIGNAL, name, None, ms, False)
         job_id = self.lease.job_id
         signal = await self._read(lambda: verbs.signal_of(job_id, name))
-        if signal is not None and (state.due_at is None or signal.sent_at <= state.due_at):
+        # A wait is expired from its instant on (the line the sender's release draws too): a
+        # signal counts if it came before that instant, or before the wait was even armed.
+        if signal is not None and (
+            state.due_at is None
+            or signal.sent_at < state.due_at
+            or signal.sent_at <= state.armed_at
+        ):
             value = self._decode(signal.value, Any if tp is None else tp, f"signal {name}")
             return SignalResult(True, value) if try_form else value
         if state.expired:
