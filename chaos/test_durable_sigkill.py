@@ -7,7 +7,9 @@ a transaction of its own that commits before the body returns, and takes a few m
 either side of that write, so kills land before, inside and after bodies. Heartbeats are
 short (0.2 s: a lease of 0.8 s, a dead worker after 1.4 s), so a victim's leases lapse fast.
 A killer loop SIGKILLs a worker that is executing jobs every 0.5 to 1.5 s and starts a
-replacement, until every job has succeeded. The handler catches StepInterruptedError for the
+replacement, until every job has succeeded (at most 12 kills: then the survivors drain). The
+jobs fall due one after another over 12 s, so work keeps arriving for at least six kills
+however fast the machine is. The handler catches StepInterruptedError for the
 at-most-once step and returns "interrupted" for it, so every job ends succeeded.
 
 The promises are then judged from SQL alone, by the checks kept in anvil/checks (they return
