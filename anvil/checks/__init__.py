@@ -12,6 +12,15 @@ whether a run kept its promises (docs: shared design, reliability section 2):
 - ``rate_envelope``: I7, a meter's starts in any window of t seconds stay within
   burst + rate x t (parameters ``meter``, ``rate``, ``period_ms``, ``burst``, all optional).
 
+Two more read a table the workload keeps beside the ledger, the witness table, where each run
+of a step body leaves a row (``anvil.checks.witness``); they are listed apart, in
+``WITNESSED``, so ``run_checks`` over a ledger without that table still works:
+
+- ``durable_steps_once``: a completed durable step's body never ran again after the step was
+  recorded, and ran exactly once in the execution that recorded it;
+- ``durable_amo_once``: an at-most-once step's body ran at most once, ever, and only in the
+  execution that recorded its intent.
+
 A check lives in ``<dialect>/<name>.sql`` where the dialects need different SQL, else in
 ``common/<name>.sql`` (portable SQL, one text for all). Files are written like acta's own: the
 token ``{schema}.`` stands for the ledger's qualifier and ``:name`` for a parameter, both
@@ -35,6 +44,7 @@ from acta.provider.statements import convert_params, replace_schema
 
 FOLDER = Path(__file__).parent
 CHECKS = ("lanes_overlap", "lanes_order", "concurrency_limit", "rate_envelope")
+WITNESSED = ("durable_steps_once", "durable_amo_once")
 DIALECTS = ("postgres", "sqlite")
 Row = dict[str, Any]
 
@@ -55,8 +65,9 @@ class Connection(Protocol):
 
 def check_path(name: str, dialect: str) -> Path:
     """The file that holds check ``name`` for ``dialect`` (the dialect's own, else common)."""
-    if name not in CHECKS:
-        raise ValueError(f"no check named {name!r}; the checks are {', '.join(CHECKS)}")
+    if name not in CHECKS + WITNESSED:
+        known = ", ".join(CHECKS + WITNESSED)
+        raise ValueError(f"no check named {name!r}; the checks are {known}")
     if dialect not in DIALECTS:
         raise ValueError(f"no checks for dialect {dialect!r}; they exist for {DIALECTS}")
     own = FOLDER / dialect / f"{name}.sql"
@@ -141,6 +152,7 @@ def _rows(cursor: _Cursor) -> list[Row]:
 __all__ = [
     "CHECKS",
     "DIALECTS",
+    "WITNESSED",
     "check_path",
     "check_sql",
     "describe",

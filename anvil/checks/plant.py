@@ -63,6 +63,7 @@ class Planter:
         epoch: int | None = None,
         detail: dict[str, Any] | None = None,
         at: datetime | None = None,
+        message: str | None = None,
     ) -> None:
         """Append one event about job ``ref``, as a verb of the core would."""
         job_id, namespace_id = self.job(ref)
@@ -73,7 +74,8 @@ class Planter:
         stored = at.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "milliseconds")
         self.execute(
             "INSERT INTO {schema}.events (at, namespace_id, job_id, job_ref, code, execution, "
-            "epoch, detail) VALUES (:at, :ns, :job_id, :ref, :code, :execution, :epoch, :detail)",
+            "epoch, message, detail) "
+            "VALUES (:at, :ns, :job_id, :ref, :code, :execution, :epoch, :message, :detail)",
             at=stored if self.dialect == "sqlite" else at,
             ns=namespace_id,
             job_id=job_id,
@@ -81,6 +83,7 @@ class Planter:
             code=int(code),
             execution=execution,
             epoch=epoch,
+            message=message,
             detail=None if detail is None else json.dumps(detail),
         )
 
