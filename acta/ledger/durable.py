@@ -8,6 +8,7 @@ idempotent (upserts keyed by job and name), so a verb retried after a lost reply
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -274,7 +275,17 @@ def spawn(
     its parent already spawned (same name: a re-entry) is found, not written again."""
     if not (yield from _guard(lease, now, "spawn of children")):
         return None
-    written, _ = yield from enqueue(namespace, specs, children, now)
+    names = [c.child_name for c in children]
+    rows = yield fetch_all(
+        "children_named", {"parent_id": lease.job_id, "names": json.dumps(names)}
+    )
+    found = {row["child_name"]: Enqueued(row["job_ref"], row["job_id"], False) for row in rows}
+    missing = [c for c in children if c.child_name not in found]
+    made: dict[str | None, Enqueued] = {}
+    if missing:  # a re-entry finds its children with the one read above, and writes nothing
+        written, _ = yield from enqueue(namespace, specs, missing, now)
+        made = {c.child_name: w for c, w in zip(missing, written, strict=True)}
+    written = [found.get(c.child_name) or made[c.child_name] for c in children]
     created = [w for w in written if w.created]
     if created:
         yield execute_many(

@@ -147,6 +147,13 @@ RETURNING r.open_children, r.status, r.namespace_id, j.job_ref;
 UPDATE {schema}.runtime SET open_children = open_children + :count
 WHERE job_id = :job_id;
 
+-- name: children_named
+-- The children a parent already spawned under these names (a re-entry spawning them again).
+SELECT j.id AS job_id, j.job_ref, j.child_name
+FROM {schema}.jobs j
+WHERE j.parent_id = :parent_id
+  AND j.child_name IN (SELECT jsonb_array_elements_text(:names::jsonb));
+
 -- name: latch_insert
 INSERT INTO {schema}.latches (child_id, parent_id) VALUES (:child_id, :parent_id);
 
