@@ -270,6 +270,9 @@ def spawn(
     children: Sequence[NewJob],
     audited: bool,
     now: datetime | None,
+    *,
+    fused: bool = False,
+    channel: str | None = None,
 ) -> Verb[list[Enqueued] | None]:
     """Enqueue children under the parent's lease, each with a latch on the parent. A child
     its parent already spawned (same name: a re-entry) is found, not written again."""
@@ -283,7 +286,9 @@ def spawn(
     missing = [c for c in children if c.child_name not in found]
     made: dict[str | None, Enqueued] = {}
     if missing:  # a re-entry finds its children with the one read above, and writes nothing
-        written, _ = yield from enqueue(namespace, specs, missing, now)
+        written, _ = yield from enqueue(
+            namespace, specs, missing, now, fused=fused, channel=channel
+        )
         made = {c.child_name: w for c, w in zip(missing, written, strict=True)}
     written = [found.get(c.child_name) or made[c.child_name] for c in children]
     created = [w for w in written if w.created]

@@ -243,6 +243,11 @@ def _fused(
             "run_ats": [j.run_at for j in jobs],
             "delays": [j.delay_ms for j in jobs],
             "audit": [audited(j.audit_level, EventCode.ENQUEUED) for j in jobs],
+            "deadline_ats": [j.deadline_at for j in jobs],
+            "deadline_stricts": [j.deadline_strict for j in jobs],
+            "parent_ids": [j.parent_id for j in jobs],
+            "root_ids": [j.root_id for j in jobs],
+            "child_names": [j.child_name for j in jobs],
             "tag_refs": [j.job_ref for j in jobs for _ in j.tags],
             "tags": [tag for j in jobs for tag in j.tags],
         },
@@ -257,17 +262,25 @@ def _fused(
                 "namespace_id": namespace_id,
                 "job_refs": [j.job_ref for j in refused],
                 "dedup_keys": [j.dedup_key for j in refused if j.dedup_key is not None],
+                "parent_ids": [j.parent_id for j in refused if j.parent_id is not None],
+                "child_names": [j.child_name for j in refused if j.child_name is not None],
             },
         )
         for row in found:
             holders[row["job_ref"]] = row
             if row["dedup_key"] is not None:
                 holders[f"dedup:{row['dedup_key']}"] = row
+            if row["parent_id"] is not None:
+                holders[f"child:{row['parent_id']}:{row['child_name']}"] = row
     out = []
     for job, row in zip(jobs, rows, strict=True):
         if row["job_id"] is not None:
             out.append(Enqueued(job.job_ref, row["job_id"], created=True))
         else:
-            holder = holders.get(job.job_ref) or holders.get(f"dedup:{job.dedup_key}")
+            holder = (
+                holders.get(job.job_ref)
+                or holders.get(f"dedup:{job.dedup_key}")
+                or holders.get(f"child:{job.parent_id}:{job.child_name}")
+            )
             out.append(_resolve(job, holder))
     return out

@@ -61,8 +61,9 @@ class NewJob:
 
     @property
     def portable_only(self) -> bool:
-        """Whether the one-statement enqueue cannot write it (lanes, lineage, deadlines)."""
-        return self.lane is not None or self.parent_id is not None or self.deadline_at is not None
+        """Whether the one-statement enqueue cannot write it (a lane member: its place in line
+        is booked row by row)."""
+        return self.lane is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,9 +78,12 @@ class Children(PortBase):
         specs = {definition.name: definition.spec()}
         lease, now, namespace = self.lease, self._now(), self.env.namespace
         audited = self._audited()
+        fused, channel = self.env.ledger.fused, self.env.ledger.channel
 
         def make() -> Verb[list[Any] | None]:
-            return verbs.spawn(lease, namespace, specs, children, audited, now)
+            return verbs.spawn(
+                lease, namespace, specs, children, audited, now, fused=fused, channel=channel
+            )
 
         written = await self._write(make, "the spawn of children")
         if self.env.ring is not None:

@@ -173,24 +173,30 @@ SELECT job_id, lane_id, status FROM settled;
 
 -- name: fused_enqueue
 -- A batch of new jobs without lanes (a laned batch takes the portable path, which books the
--- lane positions) in one statement: jobs, runtime rows, tags and enqueued events. A row
--- that hits a unique key (a duplicate deduplication key, or this very job already written by
--- an earlier try whose commit outcome was unknown) inserts nothing and comes back with a NULL
--- job_id; the verb looks those up afterwards.
+-- lane positions) in one statement: jobs (with a child's lineage and any deadline), runtime
+-- rows, tags and enqueued events. A row that hits a unique key (a duplicate deduplication key,
+-- a child name its parent used, or this very job already written by an earlier try whose
+-- commit outcome was unknown) inserts nothing and comes back with a NULL job_id; the verb
+-- looks those up afterwards.
 WITH input AS (
     SELECT * FROM unnest(:job_refs::text[], :definition_ids::bigint[], :dedup_keys::text[],
                          :correlation_keys::text[], :concurrency_keys::text[], :codecs::smallint[],
                          :inputs::bytea[], :priorities::smallint[], :run_ats::timestamptz[],
-                         :delays::bigint[], :audit::boolean[])
+                         :delays::bigint[], :audit::boolean[], :deadline_ats::timestamptz[],
+                         :deadline_stricts::boolean[], :parent_ids::bigint[], :root_ids::bigint[],
+                         :child_names::text[])
         WITH ORDINALITY AS i(job_ref, definition_id, dedup_key, correlation_key, concurrency_key,
-                             input_codec, input, priority, run_at, delay_ms, audit, ord)
+                             input_codec, input, priority, run_at, delay_ms, audit, deadline_at,
+                             deadline_strict, parent_id, root_id, child_name, ord)
 ),
 inserted AS (
     INSERT INTO {schema}.jobs
         (job_ref, namespace_id, definition_id, dedup_key, correlation_key, concurrency_key,
-         input_codec, input, created_at)
+         input_codec, input, created_at, deadline_at, deadline_strict, parent_id, root_id,
+         child_name)
     SELECT i.job_ref, :namespace_id, i.definition_id, i.dedup_key, i.correlation_key,
-           i.concurrency_key, i.input_codec, i.input, COALESCE(:now::timestamptz, now())
+           i.concurrency_key, i.input_codec, i.input, COALESCE(:now::timestamptz, now()),
+           i.deadline_at, i.deadline_strict, i.parent_id, i.root_id, i.child_name
     FROM input i
     ORDER BY i.ord
     ON CONFLICT DO NOTHING
@@ -233,11 +239,13 @@ LEFT JOIN inserted n ON n.job_ref = i.job_ref
 ORDER BY i.ord;
 
 -- name: jobs_by_ref_or_dedup
--- After fused_enqueue: who holds the keys that refused some rows.
-SELECT id AS job_id, job_ref, dedup_key
+-- After fused_enqueue: who holds the keys that refused some rows (a ref, a deduplication key,
+-- or a child's name under its parent).
+SELECT id AS job_id, job_ref, dedup_key, parent_id, child_name
 FROM {schema}.jobs
 WHERE job_ref = ANY (:job_refs::text[])
-   OR (namespace_id = :namespace_id AND dedup_key = ANY (:dedup_keys::text[]));
+   OR (namespace_id = :namespace_id AND dedup_key = ANY (:dedup_keys::text[]))
+   OR (parent_id = ANY (:parent_ids::bigint[]) AND child_name = ANY (:child_names::text[]));
 
 -- name: lanes_lock
 -- Lock the lanes of a batch in id order (so two batches sharing lanes cannot deadlock), by a
