@@ -6,13 +6,19 @@
   result, so on re-entry an ordinary step runs its body again (at least once) and an
   at-most-once step raises StepInterruptedError (docs/guide/durable-execution.md).
 - A strict deadline ends a job at the deadline, even one suspended on a wait.
+- A step's result is typed by ``returns=``, else by its body's return annotation, on the first
+  run as on re-entry.
+- A payload that cannot be encoded is refused with an error that names it (the signal's
+  payload, the variable), not "input".
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
-from acta import Acta, JobContext, JobStatus, Reason, SyncJobContext
+from acta import Acta, JobContext, JobStatus, PayloadError, Reason, SyncJobContext
 from acta_testing import Host
 
 BUG = (
@@ -86,3 +92,63 @@ def test_a_strict_deadline_ends_a_job_suspended_on_a_wait(acta_app: Acta, acta_h
     job = acta_host.job(ref)
     assert job.status is JobStatus.FAILED
     assert acta_host.events(ref)[-1].reason is Reason.DEADLINE
+
+
+@dataclass
+class Receipt:
+    charge_id: str
+    cents: int
+
+
+def issue_receipt() -> Receipt:
+    return Receipt("ch_1", 1999)
+
+
+def corners() -> tuple[int, int]:
+    return (3, 4)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="core bug: DurablePort.step_finish (acta/runtime/durable.py) encodes and decodes a "
+    "step's first result as Any, ignoring the body's return annotation that step_begin uses on "
+    "re-entry: a dataclass result cannot be stored, a tuple comes back as a list the first time",
+)
+def test_a_step_result_is_typed_by_its_body_annotation(acta_app: Acta, acta_host: Host) -> None:
+    seen: list[object] = []
+
+    @acta_app.job("bill-customer", backoff="1s")
+    async def bill_customer(ctx: JobContext) -> str:
+        receipt = await ctx.step("receipt", issue_receipt)
+        size = await ctx.step("corners", corners)
+        seen.append((receipt, size))
+        if ctx.execution == 1:
+            raise ConnectionError("re-enter, to compare with the stored results")
+        return receipt.charge_id
+
+    ref = bill_customer.enqueue()
+    acta_host.run_until_idle()
+    assert acta_host.job(ref).status is JobStatus.SUCCEEDED
+    assert seen == [(Receipt("ch_1", 1999), (3, 4))] * 2
+
+
+class Opaque:
+    """A value no codec can store."""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="core bug: acta/signals.py and DurablePort._encode call codec.encode(data) without "
+    "the field, so a payload error names 'input' instead of the signal payload or the variable",
+)
+def test_an_unencodable_payload_is_named_in_the_error(acta_app: Acta, acta_host: Host) -> None:
+    @acta_app.job("await-go", max_attempts=1)
+    async def await_go(ctx: JobContext) -> None:
+        await ctx.set("cursor", Opaque())
+
+    ref = await_go.enqueue()
+    with pytest.raises(PayloadError) as refused:
+        acta_app.signal(ref, "go", Opaque())
+    assert str(refused.value).startswith("payload")
+    assert acta_host.tick() == "failed"
+    assert "variable cursor" in (acta_host.events(ref)[-1].message or "")
