@@ -130,7 +130,8 @@ START = datetime(2026, 1, 1, tzinfo=UTC)
 
 def populate(path: Path) -> None:
     """Fill a fresh ledger at ``path``: succeeded, retried, failed, cancelled, delayed and
-    lease-held jobs, a dead worker, tags and keys, so that every view column is exercised."""
+    lease-held jobs, a dead worker, tags and keys, gates, and durable execution (steps, waits,
+    children, progress, alerts), so that every view column is exercised."""
     app = Acta()
     provider = SqliteProvider(path)
     provider.migrate()
@@ -180,6 +181,7 @@ def _scenario(app: Acta, host: Host) -> None:
     host.advance(doomed.dead_after + peer.heartbeat)
     assert host.tick(peer) == "nothing-claimed"  # recovery declares ``doomed`` dead
 
+    _durable(app, host)
     _gates(app, host)
     holder = host.add_worker(executors=4)
 
@@ -208,3 +210,50 @@ def _gates(app: Acta, host: Host) -> None:
     app.set_concurrency_limit(key="acme", limit=3, expected_version=acme.version)
     (carrier,) = app.meters()
     app.set_rate_limit("carrier-api", "2/s", expected_version=carrier.version)
+
+
+def _bank_timeout() -> str:
+    raise TimeoutError("the bank did not answer")
+
+
+def _durable(app: Acta, host: Host) -> None:
+    """Durable execution, leaving nothing due (the gates' ticks come next): a parent suspended
+    on two delayed children with a step, a variable, progress and an alert; an at-most-once
+    step interrupted by its body's error; a signal wait released; a sleep still running."""
+
+    @app.job("ship-parcel")
+    def ship_parcel(parcel: str) -> str:
+        return f"shipped {parcel}"
+
+    @app.job("fulfil-order")
+    async def fulfil_order(order: str, ctx: JobContext) -> None:
+        await ctx.step("reserve-stock", lambda: f"reserved {order}")
+        await ctx.set("warehouse", "north")
+        await ctx.set_progress(1, 3, "stock reserved")
+        await ctx.alert("courier quota low", "2 parcels left today", severity="warning")
+        await ctx.spawn_many(ship_parcel, [f"{order}/1", f"{order}/2"], group="parcel", delay="1d")
+        await ctx.wait_children(timeout="2d")
+
+    @app.job("refund-order", backoff="1d")
+    async def refund_order(order: str, ctx: JobContext) -> None:
+        await ctx.step("wire-refund", _bank_timeout, at_most_once=True)
+
+    @app.job("approve-discount")
+    async def approve_discount(ctx: JobContext) -> str:
+        answer: str = await ctx.wait_signal("approved", timeout="1d")
+        return answer
+
+    @app.job("nightly-digest")
+    async def nightly_digest(ctx: JobContext) -> None:
+        await ctx.sleep("6h")
+
+    fulfil_order.enqueue("ORD-30", deadline="3d", deadline_policy="advisory")
+    assert host.tick() == "suspended"  # waits for its children, due in a day
+    refund_order.enqueue("ORD-31")
+    assert host.tick() == "rearmed"  # the step is interrupted; the retry is a day away
+    approval = approve_discount.enqueue(deadline="1h")
+    assert host.tick() == "suspended"
+    assert app.signal(approval, "approved", "yes") == "released"
+    assert host.tick() == "completed"
+    nightly_digest.enqueue()
+    assert host.tick() == "suspended"

@@ -126,6 +126,17 @@ _ADD_COLUMN = re.compile(r"ALTER TABLE \{schema\}\.(\w+) ADD COLUMN ([^;]*);")
 _CONSTRAINT = ("PRIMARY", "UNIQUE", "CHECK", "FOREIGN", "CONSTRAINT")
 
 
+# Words that end a column's type in its definition (``done double precision NOT NULL``).
+_AFTER_TYPE = {"NOT", "NULL", "PRIMARY", "REFERENCES", "DEFAULT", "UNIQUE", "CHECK", "GENERATED"}
+
+
+def _type_of(definition: str) -> str:
+    """The type of a column definition, which may be several words (``double precision``)."""
+    words = definition.split()[1:]
+    end = next((i for i, w in enumerate(words) if w in _AFTER_TYPE), len(words))
+    return " ".join(words[:end])
+
+
 def _postgres_tables() -> dict[str, dict[str, tuple[str, str]]]:
     """Column -> (type, null) per table, from the PostgreSQL migrations (and the provider's
     own DDL for the migrations table, when it is written that way)."""
@@ -145,14 +156,14 @@ def _postgres_tables() -> dict[str, dict[str, tuple[str, str]]]:
                 if line.startswith("PRIMARY KEY"):
                     keyed |= {c.strip() for c in line.split("(", 1)[1].rstrip(")").split(",")}
                 continue
-            kind = line.split()[1]
+            kind = _type_of(line)
             required = "NOT NULL" in line or "PRIMARY KEY" in line
             columns[first] = (kind, "no" if required else "yes")
         for name in keyed:
             columns[name] = (columns[name][0], "no")
         out.setdefault(table, columns)
     for table, definition in _ADD_COLUMN.findall(text):
-        name, kind = definition.split()[:2]
+        name, kind = definition.split()[0], _type_of(definition)
         out[table][name] = (kind, "no" if "NOT NULL" in definition else "yes")
     return out
 

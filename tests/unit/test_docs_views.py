@@ -12,7 +12,18 @@ from contextlib import closing
 import pytest
 from docs_support import REFERENCE, Table, column_tables, fenced_blocks, name_of, populate
 
-from acta.model.codes import EventCode, GateKind, JobStatus, Outcome, Reason, WorkerStatus
+from acta.model.codes import (
+    AlertKind,
+    AlertSeverity,
+    EventCode,
+    GateKind,
+    JobStatus,
+    Outcome,
+    Reason,
+    StepState,
+    WaitKind,
+    WorkerStatus,
+)
 
 PAGE = REFERENCE / "views.md"
 VIEWS = (
@@ -22,6 +33,9 @@ VIEWS = (
     "lanes_view",
     "gates_view",
     "meters_view",
+    "steps_view",
+    "waits_view",
+    "alerts_view",
 )
 INSTANT = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}")
 # Declared types SQLite reports for a view column (empty for computed expressions), and the
@@ -29,11 +43,12 @@ INSTANT = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}")
 TYPES = {
     "text": ({"TEXT", ""}, "text"),
     "integer": ({"INTEGER", ""}, "integer"),
-    "real": ({""}, "real"),
+    "real": ({"REAL", ""}, "real"),
+    "boolean": ({"INTEGER", ""}, "integer"),  # 0 or 1 on SQLite; a real boolean on PostgreSQL
     "instant": ({"TEXT", ""}, "text"),
 }
 # Columns no release writes yet, so the sample ledger cannot show a value.
-NEVER_FILLED: set[tuple[str, str]] = set()
+NEVER_FILLED: set[tuple[str, str]] = {("alerts_view", "resolved_at")}
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +65,11 @@ def _documented() -> dict[str, Table]:
 
 def test_page_documents_exactly_the_views() -> None:
     assert sorted(_documented()) == sorted(VIEWS)
+
+
+def test_every_view_of_the_ledger_is_listed(ledger: sqlite3.Connection) -> None:
+    rows = ledger.execute("SELECT name FROM sqlite_master WHERE type = 'view'")
+    assert sorted(row[0].removeprefix("acta_") for row in rows) == sorted(VIEWS)
 
 
 def test_page_names_each_view_for_both_providers() -> None:
@@ -89,6 +109,8 @@ def test_types_match_declared_types_and_stored_values(
         seen = [(t, v) for t, v in values if t != "null"]
         if not seen and (view, column) not in NEVER_FILLED:
             problems.append(f"{column}: the sample ledger never fills it; extend populate()")
+        if kind == "boolean" and not {v for _, v in seen} <= {0, 1}:
+            problems.append(f"{column}: documented boolean, found values other than 0 and 1")
         for stored, value in seen:
             if stored != storage or (kind == "instant" and not INSTANT.fullmatch(value)):
                 problems.append(f"{column}: documented {kind}, found {stored} {value!r}")
@@ -109,7 +131,12 @@ FAMILY_LABELS = {
     "reason": {m.label for m in Reason},
     "last_error_reason": {m.label for m in Reason},
     "head_status": {m.label for m in JobStatus},
-    "kind": {m.label for m in GateKind},
+    "kind": {m.label for m in GateKind}
+    | {m.label for m in WaitKind}
+    | {m.label for m in AlertKind},
+    "state": {m.label for m in StepState},
+    "severity": {m.label for m in AlertSeverity},
+    "deadline_policy": {"strict", "advisory"},
 }
 _COMPARE = re.compile(r"\b(\w+)\s*(?:=|<>|!=)\s*'([^']*)'")
 _IN_LIST = re.compile(r"\b(\w+)\s+(?:NOT\s+)?IN\s*\(([^)]*)\)", re.IGNORECASE)
@@ -154,6 +181,6 @@ def test_literal_check_catches_a_misspelt_status() -> None:
 
 def test_sample_ledger_has_a_job_in_each_interesting_state(ledger: sqlite3.Connection) -> None:
     statuses = {row[0] for row in ledger.execute("SELECT status FROM acta_jobs_view")}
-    assert {"succeeded", "failed", "cancelled", "executing", "ready"} <= statuses
+    assert {"succeeded", "failed", "cancelled", "executing", "ready", "suspended"} <= statuses
     workers = {row[0] for row in ledger.execute("SELECT status FROM acta_workers_view")}
     assert workers == {"active", "dead"}
