@@ -3,7 +3,7 @@
 
 -- table alerts
 CREATE TABLE {schema}.alerts (
-    id bigint DEFAULT nextval('{schema}.alerts_id_seq'::regclass) NOT NULL,
+    id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
     namespace_id bigint NOT NULL,
     job_id bigint,
     job_ref text,

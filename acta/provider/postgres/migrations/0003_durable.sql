@@ -101,7 +101,7 @@ CREATE TABLE {schema}.signals (
 
 -- Alerts opened by handlers (ctx.alert); failure alerts and routing come with operations.
 CREATE TABLE {schema}.alerts (
-    id           bigserial   PRIMARY KEY,
+    id           bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     namespace_id bigint      NOT NULL REFERENCES {schema}.namespaces (id),
     job_id       bigint,
     job_ref      text,

@@ -1,5 +1,5 @@
-"""What durable execution should do and the core does not do yet, each spec marked xfail
-(strict) with the bug it shows, so that the fix turns it into an ordinary spec.
+"""Durable execution at its edges, first written as specs of bugs the docs work found (now
+fixed):
 
 - A killed worker writes nothing more, durable rows included. The test host's ``kill`` stands
   for the process dying this instant: a step body that was running then cannot record its
@@ -21,14 +21,7 @@ import pytest
 from acta import Acta, JobContext, JobStatus, PayloadError, Reason, SyncJobContext
 from acta_testing import Host
 
-BUG = (
-    "core bug: a killed worker's handler keeps writing durable rows (step results, "
-    "variables): DurablePort._write (acta/runtime/durable.py) does not check env.killed, "
-    "so the step a worker died in is recorded completed"
-)
 
-
-@pytest.mark.xfail(strict=True, reason=BUG)
 def test_a_step_body_cut_short_by_a_crash_runs_again(acta_app: Acta, acta_host: Host) -> None:
     first, peer = acta_host.worker, acta_host.add_worker()
     bodies: list[int] = []
@@ -50,7 +43,6 @@ def test_a_step_body_cut_short_by_a_crash_runs_again(acta_app: Acta, acta_host: 
     assert bodies == [1, 2]  # the dead worker's result was never recorded
 
 
-@pytest.mark.xfail(strict=True, reason=BUG)
 def test_an_at_most_once_step_cut_short_by_a_crash_is_interrupted(
     acta_app: Acta, acta_host: Host
 ) -> None:
@@ -75,11 +67,6 @@ def test_an_at_most_once_step_cut_short_by_a_crash_is_interrupted(
     assert last.reason is Reason.STEP_INTERRUPTED
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: a suspended job is not woken by its strict deadline (the suspension's "
-    "next_run_at is the wait's timer only, 9999-01-01 without one), so it outlives the deadline",
-)
 def test_a_strict_deadline_ends_a_job_suspended_on_a_wait(acta_app: Acta, acta_host: Host) -> None:
     @acta_app.job("await-approval")
     async def await_approval(ctx: JobContext) -> str:
@@ -108,12 +95,6 @@ def corners() -> tuple[int, int]:
     return (3, 4)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: DurablePort.step_finish (acta/runtime/durable.py) encodes and decodes a "
-    "step's first result as Any, ignoring the body's return annotation that step_begin uses on "
-    "re-entry: a dataclass result cannot be stored, a tuple comes back as a list the first time",
-)
 def test_a_step_result_is_typed_by_its_body_annotation(acta_app: Acta, acta_host: Host) -> None:
     seen: list[object] = []
 
@@ -136,11 +117,6 @@ class Opaque:
     """A value no codec can store."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: acta/signals.py and DurablePort._encode call codec.encode(data) without "
-    "the field, so a payload error names 'input' instead of the signal payload or the variable",
-)
 def test_an_unencodable_payload_is_named_in_the_error(acta_app: Acta, acta_host: Host) -> None:
     @acta_app.job("await-go", max_attempts=1)
     async def await_go(ctx: JobContext) -> None:
