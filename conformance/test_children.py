@@ -143,8 +143,8 @@ def test_lineage_reaches_the_top_job_through_a_grandchild(
     top = trunk.enqueue(4)
     acta_host.run_until_idle()
     assert acta_app.result(top) == 50
-    [mid] = [o for o in acta_host.jobs(name="branch")]
-    [low] = [o for o in acta_host.jobs(name="leaf")]
+    [mid] = acta_host.jobs(name="branch")
+    [low] = acta_host.jobs(name="leaf")
     assert view(ledger, top, "parent_ref", "root_ref", "child_name") == (None, None, None)
     assert view(ledger, mid.job_ref, "parent_ref", "root_ref", "child_name") == (
         str(top),

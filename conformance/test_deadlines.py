@@ -137,7 +137,9 @@ async def test_an_async_handler_is_interrupted_at_its_deadline(
 
     ref = await await_forever.enqueue_async(1, deadline="30s")
     tick = asyncio.create_task(acta_async_host.tick())
-    await started.wait()
+    waiter = asyncio.ensure_future(started.wait())
+    await asyncio.wait({tick, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    assert started.is_set(), f"the tick ended before the handler started: {tick.result()}"
     await acta_async_host.advance(timedelta(seconds=30) - timedelta(milliseconds=1))
     assert not tick.done()  # a millisecond short of the deadline, it keeps running
     await acta_async_host.advance("1ms")
