@@ -9,7 +9,6 @@ made of, so the runtime never sees the application.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -33,7 +32,7 @@ from acta.reader import Reader
 from acta.registry import JobLike, Registry
 from acta.runtime.deployment import Deployment
 from acta.runtime.worker import Worker
-from acta.waiting import wait_for
+from acta.waiting import wait_blocking, wait_for, wait_limit
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -237,13 +236,15 @@ class Acta(Reader):
         return await wait_for(self, JobRef.coerce(ref), timeout)
 
     def wait(self, ref: JobRef | str, *, timeout: Any = None) -> Any:
-        """Blocking ``wait_async`` (not from inside a running event loop)."""
-        return asyncio.run(self.wait_async(ref, timeout=timeout))
+        """Blocking ``wait_async`` (not from inside a running event loop). It reads with the
+        blocking API, so it does not share async connections with a worker's event loop."""
+        return wait_blocking(self, JobRef.coerce(ref), timeout)
 
     async def run_and_wait_async(
         self, job: JobLike, input: object = None, *, timeout: Any = None, **options: Any
     ) -> Any:
         """Enqueue a job and wait for its outcome: its result, or JobFailedError."""
+        wait_limit(timeout)  # a bad timeout is refused before anything is enqueued
         ref = await self.enqueue_async(job, input, **options)
         return await self.wait_async(ref, timeout=timeout)
 
@@ -251,6 +252,7 @@ class Acta(Reader):
         self, job: JobLike, input: object = None, *, timeout: Any = None, **options: Any
     ) -> Any:
         """Blocking ``run_and_wait_async`` (not from inside a running event loop)."""
+        wait_limit(timeout)
         ref = self.enqueue(job, input, **options)
         return self.wait(ref, timeout=timeout)
 

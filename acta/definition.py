@@ -14,7 +14,10 @@ supplies what its enqueue shortcuts need (the payload cap and the producer), thr
 
 from __future__ import annotations
 
+import functools
 import inspect
+import operator
+import types
 import typing
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -29,6 +32,7 @@ from acta.ids import JobRef
 from acta.instant import check_instant
 from acta.model.rows import DefinitionSpec
 from acta.names import validate_job_name, validate_key, validate_tags
+from acta.outcome import Directive
 from acta.policy.gate import JobGates, gates_for
 from acta.policy.job import KEY_MAX, JobPolicy, validate_priority
 from acta.shape import check_supported, codec_for, to_data
@@ -121,7 +125,7 @@ class JobDefinition(Generic[I, R]):
         if input_type is None and inputs:
             input_type = hints.get(inputs[0].name, Any)
         self.input_type = input_type
-        returned = hints.get("return", None)
+        returned = _without_directives(hints.get("return", None))
         if result_type is None and returned not in (None, type(None)):
             result_type = returned
         self.result_type = result_type
@@ -275,6 +279,23 @@ class JobRequest:
             deadline_in=deadline_in,
             deadline_strict=deadline_policy == "strict",
         )
+
+
+def _without_directives(tp: Any) -> Any:
+    """A return annotation without the directive classes (``-> int | Reschedule``): a
+    directive ends the run, it is never stored as the job's result."""
+
+    def directive(arg: Any) -> bool:
+        return isinstance(arg, type) and issubclass(arg, Directive)
+
+    if directive(tp):
+        return None
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        kept = [arg for arg in typing.get_args(tp) if not directive(arg)]
+        if not kept:
+            return None
+        return functools.reduce(operator.or_, kept) if len(kept) > 1 else kept[0]
+    return tp
 
 
 def _ceil_ms(wait: timedelta) -> timedelta:

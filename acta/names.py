@@ -198,3 +198,25 @@ def validate_tags(tags: Iterable[str]) -> tuple[str, ...]:
             "tags", f"has {len(seen)} distinct tags, over {_MAX_TAGS}", "at most 32 tags"
         )
     return tuple(seen)
+
+
+# Allowed in free text although their categories are Cc/Cf: line breaks, tabs, and the
+# zero-width joiner that emoji sequences need.
+_TEXT_ALLOWED = frozenset("\n\r\t\u200d")
+
+
+def validate_text(value: str, *, field: str, max_length: int) -> str:
+    """Free text that people read later (an operator's reason, a note, an alert): refuse what
+    would not store, or would hide or reorder text where it is shown (terminal escapes, bidi
+    overrides, zero-width characters)."""
+    rule = (
+        f"1 to {max_length} characters of printable text (line breaks, tabs and emoji joiners "
+        "allowed; no other control, invisible format or lone surrogate characters)"
+    )
+    if not isinstance(value, str) or not value.strip() or len(value) > max_length:
+        raise ValidationError(field, f"got {value!r:.80}", rule)
+    for index, ch in enumerate(value):
+        if ch in _TEXT_ALLOWED or unicodedata.category(ch) not in _BAD_CATEGORIES:
+            continue
+        raise ValidationError(field, f"character U+{ord(ch):04X} at position {index}", rule)
+    return value

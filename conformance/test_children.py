@@ -343,11 +343,6 @@ def test_a_bad_child_name_fails_the_parent_and_spawns_nothing(
     assert latches(ledger, parent) == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: wait_children answers every child in the ledger, so on re-entry an "
-    "earlier wait also returns children spawned after it",
-)
 def test_an_earlier_wait_answers_the_same_children_on_re_entry(
     acta_app: Acta, acta_host: Host
 ) -> None:

@@ -140,11 +140,6 @@ def test_a_child_whose_worker_died_is_recovered_and_the_parent_resumes_once(
     assert acta_host.event_names(parent).count("released") == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: a running child stopped because its parent gave up is recorded as "
-    "cancelled by an operator (settlement.cancelled always writes Reason.OPERATOR)",
-)
 def test_a_running_child_stopped_by_its_parent_says_why_in_its_cancelled_event(
     acta_app: Acta, acta_host: Host
 ) -> None:

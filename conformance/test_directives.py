@@ -277,11 +277,6 @@ def test_a_directive_built_badly_in_a_handler_fails_the_run_like_any_error(
     assert reason == "attempts-exhausted" and "ValidationError: at" in error
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: a return annotation naming a directive (-> int | Reschedule) is taken "
-    "for the result's shape, and Reschedule's timedelta field makes the definition invalid",
-)
 def test_a_handler_may_say_it_returns_a_result_or_a_directive(
     acta_app: Acta, acta_host: Host
 ) -> None:

@@ -191,11 +191,6 @@ def test_a_bad_alert_fails_the_handler_and_opens_nothing(
     assert f"ValidationError: {field}" in error
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: alert titles (shown to operators, as in the CLI) accept terminal "
-    "escapes and bidi overrides, which operator reasons refuse (control.check_reason)",
-)
 @pytest.mark.parametrize("title", ["\x1b[2Jcleared screen", "invoice \u202etxt.exe"])
 def test_an_alert_title_that_would_hide_or_reorder_text_is_refused(
     acta_app: Acta, acta_host: Host, ledger: Ledger, title: str

@@ -190,11 +190,6 @@ async def test_waiting_on_an_unknown_job_or_with_a_bad_timeout_is_refused(
             await acta_app.wait_async(ref, timeout=bad)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: run_and_wait enqueues the job before it checks its timeout, so a bad "
-    "timeout raises ValidationError with the job already written",
-)
 async def test_run_and_wait_with_a_bad_timeout_enqueues_nothing(
     acta_app: Acta, acta_async_host: AsyncHost, ledger: Ledger
 ) -> None:
@@ -207,15 +202,6 @@ async def test_run_and_wait_with_a_bad_timeout_enqueues_nothing(
 def test_sync_run_and_wait_from_a_thread_answers_while_the_host_runs(
     acta_app: Acta, acta_host: Host, ledger: Ledger, request: pytest.FixtureRequest
 ) -> None:
-    if ledger.dialect != "sqlite":
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="core bug: the sync wait runs its own event loop, and the PostgreSQL "
-                "provider keeps one async pool for one loop at a time: each loop closes the "
-                "other's pool under it (PoolClosed -> DatabaseUnavailableError)",
-            )
-        )
     issue = declare_invoice(acta_app)
     answers: list[Any] = []
     with ThreadPoolExecutor(1) as pool:

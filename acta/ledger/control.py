@@ -6,7 +6,6 @@ audit level: an operator's action is never silent.
 
 from __future__ import annotations
 
-import unicodedata
 from datetime import datetime
 
 from acta.errors import ConflictError, JobNotFoundError, ValidationError
@@ -15,34 +14,16 @@ from acta.ledger.events import event_params
 from acta.ledger.transition import apply_transition, request_cancel
 from acta.model.codes import Control, EventCode, JobStatus, Reason
 from acta.model.rows import EventRecord, Transition
-from acta.names import SYSTEM_PREFIX
+from acta.names import SYSTEM_PREFIX, validate_text
 from acta.provider.verb import Verb, execute
 
 MAX_REASON = 1000
 _CANCEL_TRIES = 5
 
 
-_REASON_RULE = (
-    f"1 to {MAX_REASON} characters of printable text (line breaks, tabs and emoji joiners "
-    "allowed; no other control, invisible format or lone surrogate characters)"
-)
-# Allowed although their categories are Cc/Cf: line breaks, tabs, and the zero-width joiner
-# that emoji sequences need.
-_REASON_ALLOWED = frozenset("\n\r\t\u200d")
-
-
 def check_reason(reason: str) -> str:
-    """An operator's reason is stored and shown to other operators: refuse what would not
-    store, or would hide or reorder text where it is shown (bidi overrides, zero-width)."""
-    if not isinstance(reason, str) or not reason.strip() or len(reason) > MAX_REASON:
-        raise ValidationError("reason", f"got {reason!r:.80}", _REASON_RULE)
-    for index, ch in enumerate(reason):
-        if ch in _REASON_ALLOWED or unicodedata.category(ch) not in ("Cc", "Cf", "Cs"):
-            continue
-        raise ValidationError(
-            "reason", f"character U+{ord(ch):04X} at position {index}", _REASON_RULE
-        )
-    return reason
+    """An operator's reason is stored and shown to other operators (``validate_text``)."""
+    return validate_text(reason, field="reason", max_length=MAX_REASON)
 
 
 def cancel(

@@ -289,8 +289,8 @@ def directed(
     delay_ms: int | None = None,
 ) -> Transition:
     """The handler ended its run deliberately (reschedule, fail, cancel, pause), or acta ended
-    it for the job (a strict deadline, a wait that timed out). No attempt is spent: the
-    handler did not fail, it decided."""
+    it for the job (a strict deadline, a wait that timed out). Only a failure spends the
+    attempt (it ran and failed); rescheduling, pausing and cancelling spend none."""
     code = {
         JobStatus.READY: EventCode.RESCHEDULED,
         JobStatus.FAILED: EventCode.FAILED,

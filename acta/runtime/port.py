@@ -15,11 +15,11 @@ from typing import Any, TypeVar
 from acta.codec import check_size, codecs, encode_value
 from acta.definition import JobDefinition
 from acta.duration import parse_duration
-from acta.errors import LeaseLostError, ValidationError
+from acta.errors import LeaseLostError
 from acta.ledger import durable as verbs
 from acta.model.codes import AuditLevel, Reason, WaitKind
 from acta.model.rows import WaitRef
-from acta.names import validate_key
+from acta.names import validate_key, validate_text
 from acta.outcome import Directive
 from acta.provider.verb import Verb
 from acta.runtime.environment import RunEnv
@@ -66,12 +66,8 @@ def wait_ms(value: Any, field: str) -> int:
     return -(-wait // timedelta(milliseconds=1))
 
 
-def check_text(value: object, field: str, limit: int = TEXT_MAX) -> str:
-    if not isinstance(value, str) or not value.strip() or len(value) > limit:
-        raise ValidationError(field, f"got {value!r:.80}", f"1 to {limit} characters of text")
-    if "\x00" in value:
-        raise ValidationError(field, "contains U+0000", "text without NUL characters")
-    return value
+def check_text(value: str, field: str, limit: int = TEXT_MAX) -> str:
+    return validate_text(value, field=field, max_length=limit)
 
 
 class PortBase:
