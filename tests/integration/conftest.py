@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from acta.provider.protocol import Provider
 from acta.provider.sqlite import SqliteProvider
 from acta_testing.schemas import LEDGER_TABLES, sqlite_copy
 
@@ -74,6 +75,24 @@ def acta_provider(
     )
     yield provider
     provider.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def either_dialect(
+    request: pytest.FixtureRequest, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Provider]:
+    """A fresh ledger on each dialect in turn, whatever ``--acta-provider`` says (a test file
+    takes it as its ``acta_provider`` to run everything twice)."""
+    if request.param == "sqlite":
+        provider = SqliteProvider(
+            sqlite_copy(tmp_path_factory.getbasetemp(), tmp_path / "ledger.sqlite3")
+        )
+        yield provider
+        provider.close()
+        return
+    schemas = request.getfixturevalue("_acta_postgres_schemas")
+    with schemas.provider(max_connections=4) as provider:
+        yield provider
 
 
 @pytest.fixture

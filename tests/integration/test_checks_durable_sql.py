@@ -14,7 +14,6 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,7 +22,7 @@ from acta import Acta, EventCode, StepInterruptedError, SyncJobContext
 from acta.provider.protocol import Provider
 from acta.provider.testing import LedgerLocation
 from acta_testing import Host
-from acta_testing.schemas import ledger_location, sqlite_copy
+from acta_testing.schemas import ledger_location
 from anvil.checks import WITNESSED, describe
 from anvil.checks import witness as witnesses
 from anvil.checks.plant import Planter
@@ -31,23 +30,10 @@ from anvil.checks.plant import Planter
 BASE = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def acta_provider(
-    request: pytest.FixtureRequest, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Provider]:
+@pytest.fixture
+def acta_provider(either_dialect: Provider) -> Provider:
     """Each test here runs on both dialects, whatever ``--acta-provider`` says."""
-    if request.param == "sqlite":
-        from acta.provider.sqlite import SqliteProvider
-
-        provider = SqliteProvider(
-            sqlite_copy(tmp_path_factory.getbasetemp(), tmp_path / "ledger.sqlite3")
-        )
-        yield provider
-        provider.close()
-        return
-    schemas = request.getfixturevalue("_acta_postgres_schemas")
-    with schemas.provider(max_connections=4) as provider:
-        yield provider
+    return either_dialect
 
 
 @pytest.fixture

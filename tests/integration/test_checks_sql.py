@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -20,30 +19,17 @@ from acta import Acta, EventCode, JobContext
 from acta.errors import ValidationError
 from acta.provider.protocol import Provider
 from acta_testing import Host
-from acta_testing.schemas import ledger_location, sqlite_copy
+from acta_testing.schemas import ledger_location
 from anvil.checks import CHECKS, Row, describe
 from anvil.checks.plant import Planter
 
 BASE = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)  # synthetic events, far from the host's clock
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def acta_provider(
-    request: pytest.FixtureRequest, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Provider]:
+@pytest.fixture
+def acta_provider(either_dialect: Provider) -> Provider:
     """Each test here runs on both dialects, whatever ``--acta-provider`` says."""
-    if request.param == "sqlite":
-        from acta.provider.sqlite import SqliteProvider
-
-        provider = SqliteProvider(
-            sqlite_copy(tmp_path_factory.getbasetemp(), tmp_path / "ledger.sqlite3")
-        )
-        yield provider
-        provider.close()
-        return
-    schemas = request.getfixturevalue("_acta_postgres_schemas")
-    with schemas.provider(max_connections=4) as provider:
-        yield provider
+    return either_dialect
 
 
 @pytest.fixture
