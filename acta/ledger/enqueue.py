@@ -217,6 +217,22 @@ def _book_lanes(
     return places
 
 
+def _lineage(jobs: Sequence[NewJob]) -> dict[str, list[Any] | None]:
+    """The deadline and lineage arrays of fused_enqueue. Most batches have neither: NULL
+    arrays then (unnest pads them with NULLs), so the common enqueue sends five fewer arrays."""
+    if not any(j.parent_id is not None or j.deadline_at is not None for j in jobs):
+        return dict.fromkeys(
+            ("deadline_ats", "deadline_stricts", "parent_ids", "root_ids", "child_names")
+        )
+    return {
+        "deadline_ats": [j.deadline_at for j in jobs],
+        "deadline_stricts": [j.deadline_strict for j in jobs],
+        "parent_ids": [j.parent_id for j in jobs],
+        "root_ids": [j.root_id for j in jobs],
+        "child_names": [j.child_name for j in jobs],
+    }
+
+
 def _fused(
     namespace: str,
     namespace_id: int,
@@ -243,11 +259,7 @@ def _fused(
             "run_ats": [j.run_at for j in jobs],
             "delays": [j.delay_ms for j in jobs],
             "audit": [audited(j.audit_level, EventCode.ENQUEUED) for j in jobs],
-            "deadline_ats": [j.deadline_at for j in jobs],
-            "deadline_stricts": [j.deadline_strict for j in jobs],
-            "parent_ids": [j.parent_id for j in jobs],
-            "root_ids": [j.root_id for j in jobs],
-            "child_names": [j.child_name for j in jobs],
+            **_lineage(jobs),
             "tag_refs": [j.job_ref for j in jobs for _ in j.tags],
             "tags": [tag for j in jobs for tag in j.tags],
         },

@@ -177,7 +177,8 @@ SELECT job_id, lane_id, status FROM settled;
 -- rows, tags and enqueued events. A row that hits a unique key (a duplicate deduplication key,
 -- a child name its parent used, or this very job already written by an earlier try whose
 -- commit outcome was unknown) inserts nothing and comes back with a NULL job_id; the verb
--- looks those up afterwards.
+-- looks those up afterwards. The deadline and lineage arrays may be NULL (a batch with neither):
+-- unnest pads them with NULLs.
 WITH input AS (
     SELECT * FROM unnest(:job_refs::text[], :definition_ids::bigint[], :dedup_keys::text[],
                          :correlation_keys::text[], :concurrency_keys::text[], :codecs::smallint[],
@@ -196,7 +197,8 @@ inserted AS (
          child_name)
     SELECT i.job_ref, :namespace_id, i.definition_id, i.dedup_key, i.correlation_key,
            i.concurrency_key, i.input_codec, i.input, COALESCE(:now::timestamptz, now()),
-           i.deadline_at, i.deadline_strict, i.parent_id, i.root_id, i.child_name
+           i.deadline_at, COALESCE(i.deadline_strict, false), i.parent_id, i.root_id,
+           i.child_name
     FROM input i
     ORDER BY i.ord
     ON CONFLICT DO NOTHING
