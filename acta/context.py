@@ -104,7 +104,7 @@ class DurableOps(Protocol):
     async def spawn(
         self, job: Any, inputs: list[Any], names: list[str], options: dict[str, Any]
     ) -> list[JobRef]: ...
-    async def wait_children(self, timeout: Any, try_form: bool) -> list[ChildOutcome]: ...
+    async def wait_children(self, timeout: Any) -> list[ChildOutcome]: ...
     async def note(self, text: str) -> None: ...
     async def alert(self, title: str, detail: str | None, severity: str) -> None: ...
 
@@ -323,7 +323,7 @@ class JobContext:
         """Wait (suspended, no lease held) until every child spawned so far has finished;
         their outcomes in spawn order. With ``timeout``, armed once, the children still
         unfinished when it passes are cancelled and reported ``timed_out``."""
-        return await self.ops.wait_children(timeout, False)
+        return await self.ops.wait_children(timeout)
 
     async def note(self, text: str) -> None:
         """Append ``text`` to the job's timeline (written whatever the audit level)."""

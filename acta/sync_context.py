@@ -123,7 +123,7 @@ class SyncJobContext(JobContext):
     def wait_children(  # type: ignore[override]
         self, *, timeout: timedelta | str | float | None = None
     ) -> list[ChildOutcome]:
-        return self._wait(self.ops.wait_children(timeout, False))
+        return self._wait(self.ops.wait_children(timeout))
 
     def note(self, text: str) -> None:  # type: ignore[override]
         self._wait(self.ops.note(text))

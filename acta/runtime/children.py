@@ -103,7 +103,7 @@ class Children(PortBase):
         mine = set(self._spawned)
         return [c for c in children if c.job_ref in mine]
 
-    async def wait_children(self, timeout: Any, try_form: bool) -> list[ChildOutcome]:
+    async def wait_children(self, timeout: Any) -> list[ChildOutcome]:
         self._children_waits += 1
         name = f"children-{self._children_waits}"
         ms = None if timeout is None else wait_ms(timeout, "timeout")

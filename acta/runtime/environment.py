@@ -4,7 +4,7 @@ A run (``acta.runtime.execution``), the handler call (``acta.runtime.handler``) 
 system jobs see only this: the definitions, the ledger and clock, the worker's identity, the
 committer for starts and settles, the executor slots and the thread pool, and the flags that
 say the worker is dying or giving up. The worker composes it; nothing here reaches back into
-the worker. Admission gates and durable steps plug in here.
+the worker. Admission (gates) and each run's durable port (``acta.runtime.durable``) use it.
 """
 
 from __future__ import annotations
