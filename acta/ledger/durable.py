@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from acta.ledger.control import cancel
 from acta.ledger.enqueue import enqueue
 from acta.ledger.events import event_params
-from acta.model.codes import EventCode, StepState
+from acta.model.codes import EventCode, Reason, StepState
 from acta.model.rows import DefinitionSpec, Enqueued, NewJob
 from acta.provider.verb import Verb, execute, execute_many, fetch_all, fetch_one
 
@@ -303,6 +304,24 @@ def spawn(
                 _event(lease, now, EventCode.CHILDREN_SPAWNED, f"{len(created)} spawned"),
             )
     return written
+
+
+def give_up_on(
+    lease: RunLease, child_refs: Sequence[str], namespace: str, now: datetime | None
+) -> Verb[bool]:
+    """A parent's bounded wait expired: cancel its unfinished children (a running one is asked
+    to stop), under the parent's lease, in one transaction."""
+    if not (yield from _guard(lease, now, "cancel of late children")):
+        return False
+    for ref in child_refs:
+        yield from cancel(
+            ref,
+            namespace,
+            "its parent's bounded wait for its children expired",
+            now,
+            code=Reason.PARENT_GAVE_UP,
+        )
+    return True
 
 
 def children_of(parent_id: int) -> Verb[list[StoredChild]]:

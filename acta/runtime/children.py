@@ -15,9 +15,8 @@ from typing import Any
 from acta.definition import JobRequest
 from acta.errors import ValidationError
 from acta.ids import JobRef
-from acta.ledger import control
 from acta.ledger import durable as verbs
-from acta.model.codes import JobStatus, Reason, WaitKind
+from acta.model.codes import JobStatus, WaitKind
 from acta.model.rows import NewJob, WaitRef
 from acta.outcome import ChildOutcome
 from acta.producer import deadline_of
@@ -125,20 +124,11 @@ class Children(PortBase):
 
     async def _give_up(self, children: list[verbs.StoredChild]) -> None:
         """The bounded wait expired: cancel the children that have not finished."""
-        namespace, now = self.env.namespace, self._now()
-        for child in children:
-            if child.status >= 100:
-                continue
-            ref = child.job_ref
-            await self._read(
-                lambda ref=ref: control.cancel(  # type: ignore[misc]
-                    ref,
-                    namespace,
-                    "its parent's bounded wait for its children expired",
-                    now,
-                    code=Reason.PARENT_GAVE_UP,
-                )
-            )
+        late = [c.job_ref for c in children if c.status < 100]
+        lease, namespace, now = self.lease, self.env.namespace, self._now()
+        await self._write(
+            lambda: verbs.give_up_on(lease, late, namespace, now), "the cancel of late children"
+        )
 
     def _outcome(self, child: verbs.StoredChild, late: bool) -> ChildOutcome:
         definition = self.env.registry.get(child.name)
