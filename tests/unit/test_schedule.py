@@ -6,6 +6,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from cronsim import CronSim
 
 from acta.errors import ValidationError
 from acta.policy.schedule import MAX_PREVIEW, Due, Schedule, coalesce
@@ -319,3 +320,59 @@ def test_coalesce_refuses_bad_input() -> None:
     with pytest.raises(ValidationError) as caught:
         coalesce({"a": "*/5 * * * *"}, {}, at(2026, 1, 1))  # type: ignore[dict-item]
     assert caught.value.field == "schedules['a']"
+
+
+# --- an independent oracle: scan real time minute by minute around the changes ---------
+
+
+def _matches(expr: str, wall: datetime) -> bool:
+    # cronsim only as a calendar matcher: does the naive wall time match the expression?
+    return next(CronSim(expr, wall - timedelta(seconds=1))) == wall
+
+
+def _oracle(expr: str, tz: ZoneInfo, start: datetime, minutes: int) -> list[datetime]:
+    """The rules read literally, one UTC minute at a time: a minute fires if its local time
+    matches and this is that local time's first occurrence, or if it ends a gap in which some
+    skipped local minute matches."""
+    fired = []
+    for step in range(1, minutes + 1):
+        u = start + timedelta(minutes=step)
+        local = u.astimezone(tz)
+        wall = local.replace(tzinfo=None)
+        first = wall.replace(tzinfo=tz, fold=0).astimezone(UTC) == u
+        hit = first and _matches(expr, wall)
+        before = (u - timedelta(minutes=1)).astimezone(tz).utcoffset()
+        after = local.utcoffset()
+        assert before is not None and after is not None
+        if not hit and after > before:  # u is the end of a gap
+            skipped = wall - (after - before)
+            while skipped < wall and not hit:
+                hit = _matches(expr, skipped)
+                skipped += timedelta(minutes=1)
+        if hit:
+            fired.append(u)
+    return fired
+
+
+@pytest.mark.parametrize(
+    ("zone", "day"),
+    [
+        ("Europe/Paris", datetime(2026, 3, 29)),  # noqa: DTZ001
+        ("Europe/Paris", datetime(2026, 10, 25)),  # noqa: DTZ001
+        ("America/New_York", datetime(2026, 3, 8)),  # noqa: DTZ001
+        ("America/New_York", datetime(2026, 11, 1)),  # noqa: DTZ001
+        ("Australia/Lord_Howe", datetime(2026, 4, 5)),  # noqa: DTZ001
+        ("Australia/Lord_Howe", datetime(2026, 10, 4)),  # noqa: DTZ001
+    ],
+)
+@pytest.mark.parametrize("expr", ["*/20 * * * *", "30 2 * * *", "0,45 1-3 * * *", "10 * * * *"])
+def test_firings_around_a_change_agree_with_a_minute_by_minute_oracle(
+    zone: str, day: datetime, expr: str
+) -> None:
+    tz = ZoneInfo(zone)
+    start = day.replace(tzinfo=tz).astimezone(UTC) - timedelta(hours=6)
+    window = 36 * 60
+    expected = _oracle(expr, tz, start, window)
+    schedule = Schedule(cron=expr, zone=zone)
+    got = [i for i in schedule.preview(start, 200) if i <= start + timedelta(minutes=window)]
+    assert got == expected
