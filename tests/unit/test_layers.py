@@ -120,6 +120,8 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
     ("module", "layer"),
     [
         ("acta.definition", "definitions"),
+        ("acta.policy.schedule", "policy"),
+        ("acta.policy.cron", "policy"),
         ("acta.runtime.worker", "runtime"),
         ("acta", "application"),
     ],
