@@ -23,6 +23,7 @@ from acta.errors import ConfigurationError
 from acta.ids import JobRef
 from acta.ledger.facade import Ledger
 from acta.names import validate_job_name, validate_namespace, validate_schema_name
+from acta.outbox import staging as outbox
 from acta.outcome import SignalOutcome
 from acta.policy.job import JobPolicy
 from acta.producer import Producer
@@ -223,6 +224,51 @@ class Acta(Reader):
     ) -> list[JobRef]:
         """Async twin of ``enqueue_batch``."""
         return await self.producer.enqueue_batch_async(requests, connection=connection)
+
+    # -- the outbox (staging only; acta.outbox) ----------------------------------------------
+
+    def add_to_outbox(
+        self,
+        job: JobLike,
+        input: object = None,
+        *,
+        connection: object,
+        outbox_schema: str | None = None,
+        **options: Any,
+    ) -> int:
+        """Stage one job request in the outbox of the database ``connection`` belongs to, in
+        its open transaction (never committed here); return the staged row's id.
+
+        Validated like ``enqueue`` (same options, same errors, nothing written on an error).
+        ``outbox_schema``: the PostgreSQL schema of ``acta_outbox`` (default ``public``).
+        """
+        request = self.producer.request(job, input, **options)
+        return outbox.stage(
+            request,
+            namespace=self.namespace,
+            connection=connection,
+            now=self.clock.now(),
+            schema=outbox_schema,
+        )
+
+    async def add_to_outbox_async(
+        self,
+        job: JobLike,
+        input: object = None,
+        *,
+        connection: object,
+        outbox_schema: str | None = None,
+        **options: Any,
+    ) -> int:
+        """Async twin of ``add_to_outbox``."""
+        request = self.producer.request(job, input, **options)
+        return await outbox.stage_async(
+            request,
+            namespace=self.namespace,
+            connection=connection,
+            now=self.clock.now(),
+            schema=outbox_schema,
+        )
 
     # -- results ------------------------------------------------------------------------
 

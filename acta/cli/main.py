@@ -39,7 +39,7 @@ from collections.abc import Sequence
 
 from acta import __version__
 from acta.app import Acta
-from acta.cli import demo, gates, jobs, schema, serve
+from acta.cli import demo, gates, jobs, outbox, schema, serve
 from acta.cli.command import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -64,6 +64,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     jobs.register(commands)
     gates.register(commands)
     demo.register(commands)
+    outbox.register(commands)
 
 
 def build_parser(prog: str = "acta") -> argparse.ArgumentParser:

@@ -44,7 +44,17 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("ledger", ("acta.ledger", "acta.ledger.")),
     (
         "producer and reader",
-        ("acta.producer", "acta.reader", "acta.overrides", "acta.signals", "acta.waiting"),
+        (
+            "acta.producer",
+            "acta.reader",
+            "acta.overrides",
+            "acta.signals",
+            "acta.waiting",
+            # Staging builds requests (definitions) and writes on the caller's connection
+            # (the provider's caller_tx helper); it must never reach the runtime.
+            "acta.outbox",
+            "acta.outbox.",
+        ),
     ),
     ("runtime", ("acta.runtime", "acta.runtime.")),
     ("application", ("acta.app", "acta")),
@@ -123,6 +133,7 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
         ("acta.policy.schedule", "policy"),
         ("acta.policy.cron", "policy"),
         ("acta.runtime.worker", "runtime"),
+        ("acta.outbox.staging", "producer and reader"),
         ("acta", "application"),
     ],
 )

@@ -1,0 +1,182 @@
+"""Staging a job request in the outbox, on the caller's connection and in its transaction.
+
+``Acta.add_to_outbox`` validates and encodes exactly as an enqueue does (``JobRequest``) and
+hands the request here. One INSERT then runs on the connection the caller holds: a sqlite3 or
+psycopg connection as is, a SQLAlchemy Connection or Session unwrapped to its driver connection
+(``acta.provider.caller_tx``). Nothing here commits or rolls back: the row exists exactly
+when the caller's transaction commits, together with its business rows.
+
+Durations are turned into instants at staging (a delay or a deadline counts from the moment
+the request was staged, not from its later delivery), so the row means the same thing
+whenever the relay gets to it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from acta.definition import JobRequest
+from acta.errors import ConfigurationError
+from acta.outbox.provisioning import Driver, driver_of, table_name
+from acta.producer import deadline_of
+from acta.provider import caller_tx
+
+COLUMNS = (
+    "namespace",
+    "job_name",
+    "input_codec",
+    "input",
+    "priority",
+    "run_at",
+    "dedup_key",
+    "correlation_key",
+    "tags",
+    "lane",
+    "concurrency_key",
+    "deadline_at",
+    "deadline_strict",
+    "staged_at",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StagedRow:
+    """One outbox row as it is written, before the database gives it its id."""
+
+    namespace: str
+    job_name: str
+    input_codec: int
+    input: bytes
+    priority: int
+    run_at: datetime | None
+    dedup_key: str | None
+    correlation_key: str | None
+    tags: tuple[str, ...]
+    lane: str | None
+    concurrency_key: str | None
+    deadline_at: datetime | None
+    deadline_strict: bool
+    staged_at: datetime
+
+    @classmethod
+    def of(cls, request: JobRequest, namespace: str, now: datetime) -> StagedRow:
+        """The row for a validated request staged at ``now``."""
+        run_at = request.run_at
+        if run_at is None and request.delay:
+            run_at = now + request.delay
+        return cls(
+            namespace=namespace,
+            job_name=request.definition.name,
+            input_codec=request.definition.input_codec.code,
+            input=request.payload,
+            priority=request.priority,
+            run_at=run_at,
+            dedup_key=request.dedup_key,
+            correlation_key=request.correlation_key,
+            tags=request.tags,
+            lane=request.lane,
+            concurrency_key=request.concurrency_key,
+            deadline_at=deadline_of(request, now),
+            deadline_strict=request.deadline_strict,
+            staged_at=now,
+        )
+
+    def params(self, dialect: str) -> tuple[Any, ...]:
+        """The values in ``COLUMNS`` order, bound the way ``dialect`` stores them."""
+        instant = _sqlite_instant if dialect == "sqlite" else _as_is
+        return (
+            self.namespace,
+            self.job_name,
+            self.input_codec,
+            self.input,
+            self.priority,
+            instant(self.run_at),
+            self.dedup_key,
+            self.correlation_key,
+            json.dumps(list(self.tags)),
+            self.lane,
+            self.concurrency_key,
+            instant(self.deadline_at),
+            int(self.deadline_strict) if dialect == "sqlite" else self.deadline_strict,
+            instant(self.staged_at),
+        )
+
+
+def _sqlite_instant(value: datetime | None) -> str | None:
+    """UTC text with milliseconds, the ledger's own spelling on SQLite (it sorts by time)."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "milliseconds")
+
+
+def _as_is(value: datetime | None) -> datetime | None:
+    return value  # psycopg binds an aware datetime as timestamptz
+
+
+def insert_sql(dialect: str, schema: str | None) -> str:
+    """The INSERT of one row; PostgreSQL returns the id, SQLite reports it as lastrowid."""
+    marker = "?" if dialect == "sqlite" else "%s"
+    columns = ", ".join(COLUMNS)
+    values = ", ".join([marker] * len(COLUMNS))
+    sql = f"INSERT INTO {table_name(dialect, schema)} ({columns}) VALUES ({values})"
+    return sql if dialect == "sqlite" else sql + " RETURNING id"
+
+
+def stage(
+    request: JobRequest,
+    *,
+    namespace: str,
+    connection: object,
+    now: datetime,
+    schema: str | None = None,
+) -> int:
+    """Write ``request`` to the outbox on the caller's ``connection``; return the row's id."""
+    conn = caller_tx.unwrap(connection)
+    driver = driver_of(conn)
+    if driver.is_async:
+        raise ConfigurationError(
+            f"an async {type(conn).__name__} was given to add_to_outbox; use add_to_outbox_async"
+        )
+    sql, params = _statement(driver, request, namespace, now, schema)
+    cursor: Any = conn.execute(sql, params)  # type: ignore[attr-defined]
+    return _row_id(driver, cursor, cursor.fetchone() if driver.dialect == "postgres" else None)
+
+
+async def stage_async(
+    request: JobRequest,
+    *,
+    namespace: str,
+    connection: object,
+    now: datetime,
+    schema: str | None = None,
+) -> int:
+    """The async twin of ``stage`` (a sync connection is accepted too)."""
+    conn = await caller_tx.unwrap_async(connection)
+    driver = driver_of(conn)
+    sql, params = _statement(driver, request, namespace, now, schema)
+    cursor: Any = conn.execute(sql, params)  # type: ignore[attr-defined]
+    if driver.is_async:
+        cursor = await cursor
+    row = None
+    if driver.dialect == "postgres":
+        row = cursor.fetchone()
+        if driver.is_async:
+            row = await row
+    return _row_id(driver, cursor, row)
+
+
+def _statement(
+    driver: Driver, request: JobRequest, namespace: str, now: datetime, schema: str | None
+) -> tuple[str, tuple[Any, ...]]:
+    # The table name is checked before anything is bound, so a bad schema writes nothing.
+    sql = insert_sql(driver.dialect, schema)
+    return sql, StagedRow.of(request, namespace, now).params(driver.dialect)
+
+
+def _row_id(driver: Driver, cursor: Any, row: Any) -> int:
+    if driver.dialect == "postgres":
+        return int(row[0])
+    return int(cursor.lastrowid)
