@@ -58,7 +58,8 @@ EPILOG = (
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``worker``, ``schema``, ``jobs``, ``gates`` and ``demo`` to a subcommand set."""
+    """Add ``worker``, ``schema``, ``jobs``, ``gates``, ``demo`` and ``outbox`` to a subcommand
+    set."""
     serve.register(commands)
     schema.register(commands)
     jobs.register(commands)
