@@ -25,3 +25,15 @@ def check_instant(value: object, field: str) -> datetime:
         return utc + timedelta(microseconds=-utc.microsecond % 1000)
     except (OverflowError, ValueError):
         raise ValidationError(field, f"got {value!r}", RULE) from None
+
+
+NO_TIMER = datetime(9999, 1, 1, tzinfo=UTC)
+"""next_run_at of a job waiting with no timeout: far enough that nothing claims it by time.
+The ledger's queries, and ``timer``, read anything from year 9000 on as "no timer"."""
+
+_NO_TIMER_FROM = 9000
+
+
+def timer(next_run_at: datetime) -> datetime | None:
+    """When a job comes back by time alone; None for the no-timer placeholder."""
+    return None if next_run_at.year >= _NO_TIMER_FROM else next_run_at

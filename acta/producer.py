@@ -33,6 +33,31 @@ def deadline_of(request: JobRequest, now: datetime) -> datetime | None:
     return request.deadline_at
 
 
+def new_job(request: JobRequest, job_ref: str, now: datetime, **lineage: Any) -> NewJob:
+    """The row an enqueue writes for ``request`` under ``job_ref``, at ``now`` (a deadline
+    given as a duration counts from it); ``lineage`` (parent_id, root_id, child_name) makes
+    it a child job."""
+    definition = request.definition
+    return NewJob(
+        job_ref=job_ref,
+        definition=definition.name,
+        input_codec=definition.input_codec.code,
+        input=request.payload,
+        priority=request.priority,
+        run_at=request.run_at,
+        delay_ms=request.delay // _MS,
+        dedup_key=request.dedup_key,
+        correlation_key=request.correlation_key,
+        tags=request.tags,
+        audit_level=definition.policy.audit,
+        lane=request.lane,
+        concurrency_key=request.concurrency_key,
+        deadline_at=deadline_of(request, now),
+        deadline_strict=request.deadline_strict,
+        **lineage,
+    )
+
+
 class Producer:
     """Enqueue jobs of ``registry``'s definitions into ``namespace`` of the current ledger."""
 
@@ -119,28 +144,9 @@ class Producer:
     def _new_jobs(
         ledger: Ledger, requests: Sequence[JobRequest]
     ) -> tuple[list[NewJob], dict[str, JobRef]]:
-        ms = int(ledger.clock.now().timestamp() * 1000)
-        made = JobRef.many(ms, len(requests))
-        jobs = [
-            NewJob(
-                job_ref=text,
-                definition=r.definition.name,
-                input_codec=r.definition.input_codec.code,
-                input=r.payload,
-                priority=r.priority,
-                run_at=r.run_at,
-                delay_ms=r.delay // _MS,
-                dedup_key=r.dedup_key,
-                correlation_key=r.correlation_key,
-                tags=r.tags,
-                audit_level=r.definition.policy.audit,
-                lane=r.lane,
-                concurrency_key=r.concurrency_key,
-                deadline_at=deadline_of(r, ledger.clock.now()),
-                deadline_strict=r.deadline_strict,
-            )
-            for r, (_, text) in zip(requests, made, strict=True)
-        ]
+        now = ledger.clock.now()
+        made = JobRef.many(int(now.timestamp() * 1000), len(requests))
+        jobs = [new_job(r, text, now) for r, (_, text) in zip(requests, made, strict=True)]
         return jobs, {text: ref for ref, text in made}
 
     def _after(

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from acta.codec import check_size, encode_value
 from acta.errors import JobNotFoundError
 from acta.ids import JobRef
 from acta.ledger import durable, read
@@ -20,7 +19,7 @@ from acta.names import validate_key
 from acta.outcome import SignalOutcome
 from acta.overrides import Overrides
 from acta.provider.verb import Verb
-from acta.shape import codec_for, to_data
+from acta.shape import encode_payload
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,13 +55,9 @@ class Signals(Overrides):
     ) -> Callable[[], Verb[SignalOutcome]]:
         key = str(JobRef.coerce(ref))
         validate_key(name, field="name", max_length=200)
-        data = to_data(payload, Any, "payload")
-        codec = codec_for(type(payload) if isinstance(payload, str | bytes) else Any)
-        body = check_size(
-            encode_value(codec, data, "payload"), self._registry.payload_cap, "payload"
-        )
+        code, body = encode_payload(payload, Any, "payload", self._registry.payload_cap)
         ns, now = self.namespace, self._read_ledger().now()
-        return lambda: send_signal(key, ns, name, codec.code, body, now)
+        return lambda: send_signal(key, ns, name, code, body, now)
 
     def signal(self, ref: JobRef | str, name: str, payload: Any = None) -> SignalOutcome:
         """Send signal ``name`` (with ``payload``) to a job. A job suspended on that signal is

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from acta import instant
 from acta.app import Acta
 from acta.cli import render
 from acta.cli.command import EXIT_FAILURE, EXIT_OK, HANDLER, UsageError
@@ -164,7 +165,7 @@ def progress_data(progress: Progress | None) -> dict[str, Any] | None:
 
 def timer(info: JobInfo) -> datetime | None:
     """When a suspended job comes back by time alone (its sleep or timeout); None if never."""
-    return None if info.next_run_at.year >= render.NO_TIMER_YEAR else info.next_run_at
+    return instant.timer(info.next_run_at)
 
 
 def waiting_data(info: JobInfo, events: Sequence[EventInfo]) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from acta.codec import codecs
 from acta.errors import ActaError
+from acta.instant import timer
 from acta.model.codes import EventCode, JobStatus, Outcome
 from acta.model.rows import EventInfo, JobInfo
 
@@ -107,14 +108,10 @@ def attempts(info: JobInfo) -> str:
     return f"{info.attempts}/{info.max_attempts}"
 
 
-NO_TIMER_YEAR = 9000
-"""A suspended job's next_run_at from this year on means "no timer" (the ledger's own rule)."""
-
-
 def next_run(info: JobInfo) -> str:
     # A finished job keeps a next_run_at column, but it means nothing any more; a wait with
     # no timer keeps a far-future placeholder, which is no instant either.
-    if info.status.terminal or info.next_run_at.year >= NO_TIMER_YEAR:
+    if info.status.terminal or timer(info.next_run_at) is None:
         return NONE
     return when(info.next_run_at)
 

@@ -17,7 +17,7 @@ from typing import Any
 from acta.ledger.control import cancel
 from acta.ledger.enqueue import enqueue
 from acta.ledger.events import event_params
-from acta.model.codes import EventCode, Reason, StepState
+from acta.model.codes import EventCode, Reason, StepState, WaitKind
 from acta.model.rows import DefinitionSpec, Enqueued, NewJob
 from acta.provider.verb import Verb, execute, execute_many, fetch_all, fetch_one
 
@@ -44,20 +44,20 @@ class StoredStep:
 
 
 @dataclass(frozen=True, slots=True)
-class WaitState:
-    """A durable wait as the ledger holds it, judged against the database's now."""
-
-    due_at: datetime | None
-    armed_at: datetime
-    released_at: datetime | None
-    now: datetime
-    expired: bool
-
-
-@dataclass(frozen=True, slots=True)
 class StoredSignal:
     value: tuple[int, bytes]
     sent_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class WaitState:
+    """A durable wait as the ledger holds it, judged against the database's now; for a signal
+    wait, the signal of its name if one was sent (read in the same transaction)."""
+
+    due_at: datetime | None
+    armed_at: datetime
+    expired: bool
+    signal: StoredSignal | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,16 +213,9 @@ def arm_wait(
     )
     if reopen:
         yield execute("wait_rearm", params)
-    return (yield from wait_of(lease.job_id, kind, name, now))
-
-
-def wait_of(job_id: int, kind: int, name: str, now: datetime | None) -> Verb[WaitState | None]:
-    row = yield fetch_one("wait_of", {"job_id": job_id, "kind": kind, "name": name, "now": now})
-    if row is None:
-        return None
-    return WaitState(
-        row["due_at"], row["armed_at"], row["released_at"], row["now_at"], bool(row["expired"])
-    )
+    row = yield fetch_one("wait_of", {**params, "now": now})
+    signal = (yield from signal_of(lease.job_id, name)) if kind == WaitKind.SIGNAL else None
+    return WaitState(row["due_at"], row["armed_at"], bool(row["expired"]), signal)
 
 
 def signal_of(job_id: int, name: str) -> Verb[StoredSignal | None]:

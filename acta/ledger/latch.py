@@ -11,6 +11,9 @@ two, no wake-up is lost whichever transaction commits first.
 
 from __future__ import annotations
 
+import json
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -20,22 +23,24 @@ from acta.model.rows import EventRecord, Transition
 from acta.provider.verb import Verb, execute, fetch_all, fetch_one
 
 
-def release_latch(child_id: int, now: datetime | None) -> Verb[None]:
-    """A child reached a terminal status: drop its latch; wake its parent if it was the last
-    open child the parent waits for."""
-    rows = yield fetch_all("latch_release", {"child_id": child_id})
-    for row in rows:
-        parent = yield fetch_one("child_finished", {"parent_id": row["parent_id"], "now": now})
+def release_latches(child_ids: Sequence[int], now: datetime | None) -> Verb[None]:
+    """Children reached a terminal status: drop their latches in one statement, count each
+    parent down once by how many of its children ended, and wake a parent whose last open
+    child it was. Parents are updated in id order, so two batches never lock them crosswise."""
+    rows = yield fetch_all("latch_release", {"child_ids": json.dumps(list(child_ids))})
+    ended = Counter(row["parent_id"] for row in rows)
+    for parent_id in sorted(ended):
+        parent = yield fetch_one(
+            "child_finished", {"parent_id": parent_id, "count": ended[parent_id], "now": now}
+        )
         if parent is None or parent["open_children"] > 0:
             continue
         if parent["status"] != int(JobStatus.SUSPENDED):
             continue
-        released = yield fetch_all(
-            "children_wait_release", {"job_id": row["parent_id"], "now": now}
-        )
+        released = yield fetch_all("children_wait_release", {"job_id": parent_id, "now": now})
         if released:
             what = f"children:{released[0]['name']}"
-            yield from wake(row["parent_id"], parent["namespace_id"], parent["job_ref"], what, now)
+            yield from wake(parent_id, parent["namespace_id"], parent["job_ref"], what, now)
 
 
 def wake(

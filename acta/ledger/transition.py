@@ -15,7 +15,7 @@ from typing import Any
 
 from acta.ledger.events import event_params, worker_event
 from acta.ledger.lane import promote, promote_lanes
-from acta.ledger.latch import park, ready_instead, release_latch, wait_satisfied
+from acta.ledger.latch import park, ready_instead, release_latches, wait_satisfied
 from acta.model.codes import AuditLevel, Control, EventCode, JobStatus, Reason
 from acta.model.rows import EventRecord, LapsedLease, RecoveryReport, Transition
 from acta.policy.recovery import recovery_transition
@@ -105,7 +105,7 @@ def apply_transition(plan: Transition, now: datetime | None) -> Verb[JobStatus |
     if guard["lane_id"] is not None and plan.status.terminal:
         yield from promote(guard["lane_id"], plan.job_id, now)
     if guard["parent_id"] is not None and plan.status.terminal:
-        yield from release_latch(plan.job_id, now)
+        yield from release_latches([plan.job_id], now)
     return plan.status
 
 
@@ -217,12 +217,16 @@ def apply_transitions(
         if ended:
             yield from promote_lanes(ended, now, fused)
         children = {p.job_id for p in fast if p.parent_id is not None}
-        for row in rows:
-            if row["job_id"] in children and JobStatus(row["status"]).terminal:
-                yield from release_latch(row["job_id"], now)
+        finished = [
+            row["job_id"]
+            for row in rows
+            if row["job_id"] in children and JobStatus(row["status"]).terminal
+        ]
+        if finished:
+            yield from release_latches(finished, now)
     out: list[JobStatus | None] = []
     for plan in plans:
-        if plan.job_id in done and plan.owner is not None and not plan.lapsed and _plain(plan):
+        if plan.job_id in done and plan.owner is not None and not plan.lapsed:
             out.append(plan.status)
         else:
             out.append((yield from apply_transition(plan, now)))

@@ -20,13 +20,14 @@ from acta.context import JobContext, job_logger
 from acta.definition import JobDefinition
 from acta.errors import DatabaseUnavailableError
 from acta.ids import JobRef
+from acta.instant import NO_TIMER
 from acta.model.codes import JobStatus, Outcome, Reason
 from acta.model.rows import Transition
 from acta.outcome import Cancel, Directive, Fail, Pause, Reschedule
 from acta.policy import settlement
 from acta.runtime.durable import DurablePort
 from acta.runtime.environment import RunEnv
-from acta.runtime.port import NO_TIMER, Suspend
+from acta.runtime.port import Suspend
 from acta.runtime.run import Run, RunEnd, Stop
 from acta.sync_context import SyncJobContext
 

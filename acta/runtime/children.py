@@ -9,7 +9,6 @@ children that had not finished.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from acta.definition import JobRequest
@@ -17,9 +16,9 @@ from acta.errors import ValidationError
 from acta.ids import JobRef
 from acta.ledger import durable as verbs
 from acta.model.codes import JobStatus, WaitKind
-from acta.model.rows import NewJob, WaitRef
+from acta.model.rows import WaitRef
 from acta.outcome import ChildOutcome
-from acta.producer import deadline_of
+from acta.producer import new_job
 from acta.provider.verb import Verb
 from acta.runtime.port import PortBase, Suspend, check_name, wait_ms
 
@@ -52,26 +51,7 @@ class Children(PortBase):
         made = JobRef.many(int(clock_now.timestamp() * 1000), len(requests))
         root = claimed.root_id if claimed.root_id is not None else claimed.job_id
         children = [
-            NewJob(
-                job_ref=text,
-                definition=definition.name,
-                input_codec=definition.input_codec.code,
-                input=r.payload,
-                priority=r.priority,
-                run_at=r.run_at,
-                delay_ms=r.delay // timedelta(milliseconds=1),
-                dedup_key=r.dedup_key,
-                correlation_key=r.correlation_key,
-                tags=r.tags,
-                audit_level=definition.policy.audit,
-                lane=r.lane,
-                concurrency_key=r.concurrency_key,
-                deadline_at=deadline_of(r, clock_now),
-                deadline_strict=r.deadline_strict,
-                parent_id=claimed.job_id,
-                root_id=root,
-                child_name=name,
-            )
+            new_job(r, text, clock_now, parent_id=claimed.job_id, root_id=root, child_name=name)
             for r, (_, text), name in zip(requests, made, names, strict=True)
         ]
         specs = {definition.name: definition.spec()}

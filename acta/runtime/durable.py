@@ -234,8 +234,7 @@ class DurablePort(Children):
         check_name(name, "signal name")
         ms = None if timeout is None else wait_ms(timeout, "timeout")
         state = await self._arm(WaitKind.SIGNAL, name, None, ms, False)
-        job_id = self.lease.job_id
-        signal = await self._read(lambda: verbs.signal_of(job_id, name))
+        signal = state.signal
         # A wait is expired from its instant on (the line the sender's release draws too): a
         # signal counts if it came before that instant, or before the wait was even armed.
         if signal is not None and (

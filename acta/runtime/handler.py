@@ -16,13 +16,13 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from acta.codec import check_size, codecs, encode_value
+from acta.codec import codecs
 from acta.context import JobCancelledError, JobContext
 from acta.definition import JobDefinition
 from acta.model.rows import Claimed
 from acta.runtime.environment import RunEnv
 from acta.runtime.run import Run, Stop
-from acta.shape import codec_for, from_data, to_data
+from acta.shape import encode_payload, from_data
 
 
 class HandlerMisbehaved(Exception):
@@ -147,16 +147,7 @@ def encode_result(
     if value is None:
         return None
     tp = definition.result_type if definition.result_type is not None else Any
-    data = to_data(value, tp, "result")
-    codec = (
-        definition.result_codec if definition.result_type is not None else _codec_for_value(value)
-    )
-    body = encode_value(codec, data, "result")
-    return codec.code, check_size(body, payload_cap, "result")
-
-
-def _codec_for_value(value: Any) -> Any:
-    return codec_for(type(value) if isinstance(value, str | bytes) else Any)
+    return encode_payload(value, tp, "result", payload_cap)
 
 
 # Frames from these places are acta's or the event loop's plumbing, not the user's story.

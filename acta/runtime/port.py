@@ -9,10 +9,10 @@ waits), with ``acta.runtime.children`` for child jobs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from acta.codec import check_size, codecs, encode_value
+from acta.codec import codecs
 from acta.definition import JobDefinition
 from acta.duration import parse_duration
 from acta.errors import LeaseLostError
@@ -24,13 +24,9 @@ from acta.outcome import Directive
 from acta.provider.verb import Verb
 from acta.runtime.environment import RunEnv
 from acta.runtime.run import Run, Stop
-from acta.shape import codec_for, from_data, to_data
+from acta.shape import encode_payload, from_data
 
 T = TypeVar("T")
-
-NO_TIMER = datetime(9999, 1, 1, tzinfo=UTC)
-"""next_run_at of a wait with no timeout: far enough that nothing claims it by time (the
-ledger's queries treat anything from year 9000 on as "no timer")."""
 
 NAME_MAX = 200
 TEXT_MAX = 4000
@@ -101,10 +97,7 @@ class PortBase:
         return done
 
     def _encode(self, value: Any, tp: Any, field: str) -> tuple[int, bytes]:
-        data = to_data(value, tp, field)
-        codec = codec_for(type(value) if tp is Any and isinstance(value, str | bytes) else tp)
-        body = encode_value(codec, data, field)
-        return codec.code, check_size(body, self.env.registry.payload_cap, field)
+        return encode_payload(value, tp, field, self.env.registry.payload_cap)
 
     @staticmethod
     def _decode(stored: tuple[int, bytes] | None, tp: Any, field: str) -> Any:

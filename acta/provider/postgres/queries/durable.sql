@@ -67,8 +67,8 @@ VALUES (:job_id, :kind, :name,
 ON CONFLICT (job_id, kind, name) DO NOTHING;
 
 -- name: wait_of
--- The wait with the database's now, so the caller judges expiry by the clock that armed it.
-SELECT w.due_at, w.armed_at, w.released_at, COALESCE(:now::timestamptz, now()) AS now_at,
+-- The wait, and whether it has expired by the clock that armed it (the database's, or :now).
+SELECT w.due_at, w.armed_at,
        w.due_at IS NOT NULL AND w.due_at <= COALESCE(:now::timestamptz, now()) AS expired
 FROM {schema}.waits w
 WHERE w.job_id = :job_id AND w.kind = :kind AND w.name = :name;
@@ -129,14 +129,17 @@ SET status = 10, next_run_at = COALESCE(:now::timestamptz, now()), version = ver
 WHERE job_id = :job_id AND status = 30;
 
 -- name: latch_release
--- A child reached a terminal status: its latch goes, and its parent has one fewer open child.
-DELETE FROM {schema}.latches WHERE child_id = :child_id RETURNING parent_id;
+-- Children reached a terminal status (:child_ids, a JSON array): their latches go, and each
+-- parent has as many fewer open children as latches it lost.
+DELETE FROM {schema}.latches
+WHERE child_id IN (SELECT x::bigint FROM jsonb_array_elements_text(:child_ids::jsonb) AS x)
+RETURNING parent_id;
 
 -- name: child_finished
 -- The parent's row is locked by this update, so children finishing together count down one
 -- after the other and exactly one of them sees zero.
 UPDATE {schema}.runtime r
-SET open_children = r.open_children - 1, version = r.version + 1,
+SET open_children = r.open_children - :count, version = r.version + 1,
     updated_at = COALESCE(:now::timestamptz, now())
 FROM {schema}.jobs j
 WHERE r.job_id = :parent_id AND j.id = r.job_id

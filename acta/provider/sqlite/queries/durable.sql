@@ -70,10 +70,9 @@ FROM t WHERE true
 ON CONFLICT (job_id, kind, name) DO NOTHING;
 
 -- name: wait_of
--- The wait with the database's now, so the caller judges expiry by the clock that armed it.
+-- The wait, and whether it has expired by the clock that armed it (the database's, or :now).
 WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
-SELECT w.due_at, w.armed_at, w.released_at, t.now AS now_at,
-       w.due_at IS NOT NULL AND w.due_at <= t.now AS expired
+SELECT w.due_at, w.armed_at, w.due_at IS NOT NULL AND w.due_at <= t.now AS expired
 FROM {schema}.waits w, t
 WHERE w.job_id = :job_id AND w.kind = :kind AND w.name = :name;
 
@@ -135,13 +134,16 @@ SET status = 10, next_run_at = (SELECT now FROM t), version = version + 1,
 WHERE job_id = :job_id AND status = 30;
 
 -- name: latch_release
--- A child reached a terminal status: its latch goes, and its parent has one fewer open child.
-DELETE FROM {schema}.latches WHERE child_id = :child_id RETURNING parent_id;
+-- Children reached a terminal status (:child_ids, a JSON array): their latches go, and each
+-- parent has as many fewer open children as latches it lost.
+DELETE FROM {schema}.latches
+WHERE child_id IN (SELECT value FROM json_each(:child_ids))
+RETURNING parent_id;
 
 -- name: child_finished
 WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
 UPDATE {schema}.runtime
-SET open_children = open_children - 1, version = version + 1, updated_at = (SELECT now FROM t)
+SET open_children = open_children - :count, version = version + 1, updated_at = (SELECT now FROM t)
 WHERE job_id = :parent_id
 RETURNING open_children, status, namespace_id,
           (SELECT j.job_ref FROM {schema}.jobs j WHERE j.id = :parent_id) AS job_ref;
