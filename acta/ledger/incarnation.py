@@ -1,9 +1,10 @@
 """Incarnation verbs: register a worker incarnation, heartbeat (renewing held leases), stop.
 
 An incarnation is one run of one worker process, the identity its leases are fenced by. The
-recovery slot (``sys.recovery``, whose job the runtime passes in) is enqueued here on
-registration, so every namespace with a worker has exactly one, and each heartbeat also takes
-that slot back if the worker running it died: recovery cannot recover itself, so the peers'
+recurring slots the worker runs (``sys.recovery`` and the other system jobs, whose jobs the
+runtime passes in) are enqueued here on registration by their deduplication keys, so every
+namespace with a worker has exactly one of each, and each heartbeat also takes the recovery
+slot back if the worker running it died: recovery cannot recover itself, so the peers'
 heartbeats watch it.
 """
 
@@ -32,10 +33,10 @@ def register(
     namespace: str,
     specs: Sequence[DefinitionSpec],
     worker: WorkerSpec,
-    recovery: NewJob,
+    slots: Sequence[NewJob],
     now: datetime | None,
 ) -> Verb[Registration]:
-    """Upsert the definitions this build declares, add the worker row, ensure the recovery slot."""
+    """Upsert the definitions this build declares, add the worker row, ensure the slots."""
     namespace_id, ids = yield from ensure_definitions(namespace, specs, now, "register_definition")
     row = yield fetch_one(
         "insert_worker",
@@ -64,8 +65,9 @@ def register(
             ),
         )
     spec = {s.name: s for s in specs}
-    [slot], _ = yield from enqueue(namespace, spec, [recovery], now, (namespace_id, ids))
-    return Registration(worker_id, namespace_id, ids, slot.job_id)
+    written, _ = yield from enqueue(namespace, spec, list(slots), now, (namespace_id, ids))
+    keys = {slot.dedup_key or "": row.job_id for slot, row in zip(slots, written, strict=True)}
+    return Registration(worker_id, namespace_id, ids, keys)
 
 
 def heartbeat(

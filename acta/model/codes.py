@@ -71,12 +71,18 @@ class EventCode(Coded):
     RESUMED = 29, "An operator resumed a paused job."
     LEASE_LOST = 30, "A lease lapsed; recovery took the job back from its worker."
     WRITE_FENCED = 31, "A worker write was refused because the lease epoch moved on."
+    PURGED = 32, "Retention removed terminal job rows past their retention; message says which."
     STEP_BEGUN = 40, "An at-most-once step recorded its intent; its body runs next, at most once."
     STEP_COMPLETED = 41, "A durable step's result was recorded; re-entry returns it."
     STEP_INTERRUPTED = 42, "An at-most-once step was found begun without an outcome."
     CHILDREN_SPAWNED = 43, "The job enqueued child jobs; message says how many."
     NOTE = 44, "A note the handler wrote to its timeline."
     ALERT_OPENED = 45, "The handler opened an alert."
+    FIRED = 46, "A recurring slot fired; message names the schedules and the scheduled instant."
+    SCHEDULE_CHANGED = 47, "An operator paused, resumed, triggered or overrode a schedule."
+    DELIVERED = 48, "The outbox relay delivered this job from a staged row; message names it."
+    QUARANTINED = 49, "The outbox relay could not admit a staged row and quarantined it."
+    QUARANTINE_DECIDED = 60, "An operator requeued or discarded a quarantined outbox row."
     WORKER_STARTED = 50, "A worker incarnation registered."
     WORKER_STOPPED = 51, "A worker shut down cleanly."
     WORKER_DIED = 52, "A silent worker was declared dead by recovery."
@@ -112,6 +118,7 @@ class Reason(Coded):
     STEP_INTERRUPTED = 14, "An at-most-once step began and never recorded an outcome."
     HANDLER_DECIDED = 15, "The handler ended its run on purpose (fail, cancel, pause, reschedule)."
     PARENT_GAVE_UP = 16, "The parent's bounded wait expired before this child finished."
+    MISFIRE_SKIPPED = 17, "A schedule was late and dropped its older due instants (skip)."
 
 
 class WorkerStatus(Coded):
@@ -153,6 +160,11 @@ class AlertSeverity(Coded):
     CRITICAL = 3, "Someone should act now."
 
 
+class Misfire(Coded):
+    SKIP = 0, "A late schedule fires once, for its latest due instant; older ones are dropped."
+    CATCH_UP = 1, "A late schedule fires once, for its oldest due instant, covering the rest."
+
+
 class Control(Coded):
     NONE = 0, "No pending request."
     CANCEL = 1, "Cancel the job when its current run ends."
@@ -172,13 +184,15 @@ FAMILIES: dict[type[Coded], str] = {
     StepState: "step_state",
     AlertKind: "alert_kind",
     AlertSeverity: "alert_severity",
+    Misfire: "misfire",
 }
 
 ALL_FAMILIES: tuple[type[Coded], ...] = tuple(FAMILIES)
 
 # Events that the FAILURES audit level keeps; lease safety events are always written.
 # Notes, alerts and interrupted at-most-once steps are the handler's own words or an ambiguity
-# someone must reconcile: written at every audit level.
+# someone must reconcile; firings, operator decisions and purges are how a schedule, an outbox
+# row or a vanished job is explained later: all written at every audit level.
 ALWAYS_AUDITED = frozenset(
     {
         EventCode.LEASE_LOST,
@@ -186,6 +200,11 @@ ALWAYS_AUDITED = frozenset(
         EventCode.NOTE,
         EventCode.ALERT_OPENED,
         EventCode.STEP_INTERRUPTED,
+        EventCode.FIRED,
+        EventCode.SCHEDULE_CHANGED,
+        EventCode.QUARANTINED,
+        EventCode.QUARANTINE_DECIDED,
+        EventCode.PURGED,
     }
 )
 FAILURE_EVENTS = frozenset({EventCode.RETRY_SCHEDULED, EventCode.FAILED}) | ALWAYS_AUDITED

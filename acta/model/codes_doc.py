@@ -82,6 +82,10 @@ _ABOUT: dict[str, tuple[str, str]] = {
         "How urgent an alert is.",
         "Stored in `alerts.severity`; shown as `severity` in `alerts_view`.",
     ),
+    "misfire": (
+        "What a schedule does when it comes due late (after an outage or a pause).",
+        "Stored in `schedules.misfire`; shown as `misfire` in `schedules_view`.",
+    ),
     "audit_level": (
         "How many events a job definition writes.",
         "Stored in `definitions.audit_level`; set with `@app.job(..., audit=...)`. Lease "

@@ -93,7 +93,12 @@ class Registration:
     worker_id: int
     namespace_id: int
     definition_ids: dict[str, int]
-    recovery_job_id: int
+    slot_ids: dict[str, int]
+    """The recurring slots the registration ensured, by their deduplication key."""
+
+    @property
+    def recovery_job_id(self) -> int:
+        return self.slot_ids.get("sys.recovery", 0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,7 +44,8 @@ async def execute(env: RunEnv, run: Run) -> RunEnd:
     job = run.job
     system = SYSTEM_JOBS.get(job.name)
     definition = env.definition(job.name) if system is None else system.definition
-    if definition is None or (definition.handler is None and system is None):
+    unavailable = system is not None and not system.available(env)
+    if definition is None or unavailable or (definition.handler is None and system is None):
         env.skip_definition(job.definition_id, job.name)
         plan = settlement.handed_back(
             job,

@@ -1,16 +1,16 @@
 """A worker's identity in the ledger: one incarnation per registration, never reused.
 
 Registering writes the definitions this build handles, a ``workers`` row for a new incarnation
-(``host:pid:random``) and, if the namespace has none yet, the recovery slot. A worker declared
-dead registers again and becomes a new incarnation; nothing it does later is written under the
-old one.
+(``host:pid:random``) and, if the namespace has none yet, the recurring slots it runs. A worker
+declared dead registers again and becomes a new incarnation; nothing it does later is written
+under the old one.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -34,6 +34,8 @@ class Identity:
     worker_id: int = 0
     namespace_id: int = 0
     recovery_job_id: int = 0
+    slot_ids: dict[str, int] = field(default_factory=dict)
+    """The recurring slots this incarnation registered, by deduplication key."""
 
     @property
     def registered(self) -> bool:
@@ -48,26 +50,31 @@ class Identity:
         now: datetime | None,
         *,
         system: Sequence[JobDefinition[Any, Any]],
-        recovery: JobDefinition[Any, Any],
+        slots: Sequence[tuple[JobDefinition[Any, Any], str, timedelta]],
     ) -> Callable[[], Verb[Registration]]:
         """Take a new incarnation name and return the registration verb for it: this build's
-        handled definitions and acta's ``system`` ones, and ``recovery``'s slot."""
+        handled definitions and acta's ``system`` ones, and the recurring ``slots`` it runs,
+        each a (definition, deduplication key, first delay)."""
         self.incarnation = new_incarnation(settings.host, os.getpid())
         specs = [d.spec() for d in registry.handled().values()]
         specs += [d.spec() for d in system]
-        slot = NewJob(
-            job_ref=str(JobRef.new(int(clock.now().timestamp() * 1000))),
-            definition=recovery.name,
-            input_codec=1,
-            input=b"null",
-            priority=recovery.policy.priority,
-            run_at=None,
-            delay_ms=settings.heartbeat // _MS,
-            dedup_key=recovery.name,
-            correlation_key=None,
-            tags=(),
-            audit_level=recovery.policy.audit,
-        )
+        ref_ms = int(clock.now().timestamp() * 1000)
+        jobs = [
+            NewJob(
+                job_ref=str(JobRef.new(ref_ms)),
+                definition=definition.name,
+                input_codec=1,
+                input=b"null",
+                priority=definition.policy.priority,
+                run_at=None,
+                delay_ms=delay // _MS,
+                dedup_key=key,
+                correlation_key=None,
+                tags=(),
+                audit_level=definition.policy.audit,
+            )
+            for definition, key, delay in slots
+        ]
         worker = WorkerSpec(
             self.incarnation,
             settings.host,
@@ -75,11 +82,12 @@ class Identity:
             settings.executors,
             settings.heartbeat // _MS,
         )
-        return lambda: register(namespace, specs, worker, slot, now)
+        return lambda: register(namespace, specs, worker, jobs, now)
 
     def registered_as(self, registration: Registration) -> dict[str, int]:
         """Take the ids a registration returned; the definition ids, for the claimer."""
         self.worker_id = registration.worker_id
         self.namespace_id = registration.namespace_id
         self.recovery_job_id = registration.recovery_job_id
+        self.slot_ids = dict(registration.slot_ids)
         return dict(registration.definition_ids)

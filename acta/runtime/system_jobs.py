@@ -1,9 +1,17 @@
 """System jobs: recurring maintenance claimed like any other job, so no worker is a leader.
 
+Each system job is one slot per namespace: a job row whose deduplication key is its name, put
+in place by every worker's registration (only the first one writes it) and re-armed after each
+run, whatever the run did. Whichever peer claims the slot does the work.
+
 ``sys.recovery`` declares silent workers dead and takes back lapsed leases. It re-arms itself
 every heartbeat interval of the worker that ran it, at the top priority so a backlog cannot
-starve it. Whichever peer claims the slot does the work; if that peer dies mid-run, the others'
-heartbeats put the slot back (acta.ledger.incarnation.reclaim_recovery_slot).
+starve it. If the peer running it dies mid-run, the others' heartbeats put the slot back
+(acta.ledger.incarnation.reclaim_recovery_slot). The other system jobs are recovered like any job.
+
+A system job may not be ``available`` in every worker (the outbox relay needs the application's
+database): a worker where it is not hands the slot back untouched and never claims it again,
+exactly as it does with a job it has no handler for.
 """
 
 from __future__ import annotations
@@ -36,6 +44,9 @@ class SystemJob:
     definition: JobDefinition[Any, Any]
     run: Callable[[RunEnv, JobContext], Awaitable[Any]]
     every: Callable[[RunEnv], timedelta]
+    """How long after a run its slot comes due again."""
+    available: Callable[[RunEnv], bool] = lambda env: True
+    """Whether this worker can run it; where not, the worker neither adds its slot nor runs it."""
 
 
 async def run_recovery(env: RunEnv, ctx: JobContext) -> None:
@@ -59,10 +70,21 @@ async def run_recovery(env: RunEnv, ctx: JobContext) -> None:
         )
 
 
+SYSTEM_POLICY = JobPolicy(max_attempts=1000, priority=SYSTEM_PRIORITY, audit=AuditLevel.FAILURES)
+"""Every system job's policy: top priority, failures audited, and (a slot re-arms after every
+run) enough attempts that only a long run of lost leases could exhaust them."""
+
+
+def system_definition(name: str) -> JobDefinition[Any, Any]:
+    """The definition of the system job ``name`` (a ``sys.`` name; no handler of its own)."""
+    return JobDefinition(name, None, SYSTEM_POLICY, system=True)
+
+
 def _system_jobs() -> dict[str, SystemJob]:
-    policy = JobPolicy(max_attempts=1000, priority=SYSTEM_PRIORITY, audit=AuditLevel.FAILURES)
-    recovery: JobDefinition[Any, Any] = JobDefinition(RECOVERY_JOB, None, policy, system=True)
-    return {RECOVERY_JOB: SystemJob(recovery, run_recovery, lambda env: env.heartbeat)}
+    jobs = [
+        SystemJob(system_definition(RECOVERY_JOB), run_recovery, lambda env: env.heartbeat),
+    ]
+    return {job.definition.name: job for job in jobs}
 
 
 SYSTEM_JOBS = _system_jobs()

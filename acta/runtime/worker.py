@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from acta.bell import Bell
 from acta.clock import Clock
+from acta.definition import JobDefinition
 from acta.errors import DatabaseUnavailableError
 from acta.ledger.incarnation import stop
 from acta.model.rows import Heartbeat
@@ -209,12 +210,22 @@ class Worker:
             self.clock,
             ledger.now(),
             system=system,
-            recovery=SYSTEM_JOBS[RECOVERY_JOB].definition,
+            slots=self._slots(),
         )
         registration = await ledger.run_async(make, name="register")
         self.claimer.learn(me.registered_as(registration))
         self._heartbeat_loop.due = self.clock.now() + self.heartbeat
         log.info("worker %s registered in namespace %r", me.incarnation, self.namespace)
+
+    def _slots(self) -> list[tuple[JobDefinition[Any, Any], str, timedelta]]:
+        """The recurring slots this worker runs: acta's system jobs that it can run here."""
+        slots = []
+        for name, job in SYSTEM_JOBS.items():
+            if job.available(self.env):
+                # Recovery first waits one heartbeat; the other system jobs are due at once.
+                first = self.heartbeat if name == RECOVERY_JOB else timedelta(0)
+                slots.append((job.definition, name, first))
+        return slots
 
     async def ensure_registered(self) -> None:
         # Two coroutines (a tick and a heartbeat, say) must not register two incarnations.

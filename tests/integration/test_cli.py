@@ -125,12 +125,16 @@ def test_schema_apply_then_up_to_date(tmp_path: Path, capsys: pytest.CaptureFixt
     path = tmp_path / "jobs.sqlite3"
     assert main(["schema", "apply", "--database", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "applied 0001_ledger\napplied 0002_gates\napplied 0003_durable\n" in out
-    assert "(3 applied)" in out
+    assert (
+        "applied 0001_ledger\napplied 0002_gates\napplied 0003_durable\napplied 0004_recurring\n"
+        in out
+    )
+    assert "(4 applied)" in out
     assert _query(path, "SELECT version FROM acta_migrations ORDER BY version") == [
         (1,),
         (2,),
         (3,),
+        (4,),
     ]
 
     assert main(["schema", "apply", "--database", f"sqlite:///{path}"]) == 0
@@ -146,6 +150,7 @@ def test_schema_apply_with_another_schema_name(
         ("ledger",),
         ("gates",),
         ("durable",),
+        ("recurring",),
     ]
     assert main(["jobs", "list", "--database", str(path), "--schema", "ops"]) == 0
     assert "no jobs" in capsys.readouterr().out

@@ -236,6 +236,39 @@ CREATE TABLE {schema}.runtime (
     CONSTRAINT runtime_pkey PRIMARY KEY (job_id)
 );
 
+-- table schedules
+CREATE TABLE {schema}.schedules (
+    id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+    namespace_id bigint NOT NULL,
+    definition_id bigint NOT NULL,
+    name text NOT NULL,
+    slot_id bigint NOT NULL,
+    every_ms bigint,
+    cron text,
+    zone text DEFAULT 'UTC'::text NOT NULL,
+    misfire smallint DEFAULT 0 NOT NULL,
+    declared text NOT NULL,
+    overridden boolean DEFAULT false NOT NULL,
+    cursor_at timestamp with time zone NOT NULL,
+    pending_at timestamp with time zone,
+    pending_cursor timestamp with time zone,
+    pending_missed integer DEFAULT 0 NOT NULL,
+    triggered_at timestamp with time zone,
+    paused boolean DEFAULT false NOT NULL,
+    paused_until timestamp with time zone,
+    version integer DEFAULT 1 NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT schedules_check CHECK ((every_ms IS NULL) <> (cron IS NULL)),
+    CONSTRAINT schedules_check1 CHECK ((pending_at IS NULL) = (pending_cursor IS NULL)),
+    CONSTRAINT schedules_definition_id_namespace_id_fkey FOREIGN KEY (definition_id, namespace_id) REFERENCES {schema}.definitions(id, namespace_id),
+    CONSTRAINT schedules_every_ms_check CHECK (every_ms IS NULL OR every_ms >= 1000),
+    CONSTRAINT schedules_namespace_id_definition_id_name_key UNIQUE (namespace_id, definition_id, name),
+    CONSTRAINT schedules_namespace_id_fkey FOREIGN KEY (namespace_id) REFERENCES {schema}.namespaces(id),
+    CONSTRAINT schedules_pkey PRIMARY KEY (id),
+    CONSTRAINT schedules_slot_id_fkey FOREIGN KEY (slot_id) REFERENCES {schema}.jobs(id)
+);
+
 -- table signals
 CREATE TABLE {schema}.signals (
     job_id bigint NOT NULL,
@@ -411,6 +444,15 @@ CREATE INDEX runtime_leases ON {schema}.runtime USING btree (namespace_id, lease
 
 -- index runtime_pkey on runtime
 CREATE UNIQUE INDEX runtime_pkey ON {schema}.runtime USING btree (job_id);
+
+-- index schedules_by_slot on schedules
+CREATE INDEX schedules_by_slot ON {schema}.schedules USING btree (slot_id);
+
+-- index schedules_namespace_id_definition_id_name_key on schedules
+CREATE UNIQUE INDEX schedules_namespace_id_definition_id_name_key ON {schema}.schedules USING btree (namespace_id, definition_id, name);
+
+-- index schedules_pkey on schedules
+CREATE UNIQUE INDEX schedules_pkey ON {schema}.schedules USING btree (id);
 
 -- index signals_pkey on signals
 CREATE UNIQUE INDEX signals_pkey ON {schema}.signals USING btree (job_id, name);
@@ -618,6 +660,36 @@ SELECT m.name,
             COALESCE(x.period_override_ms, x.period_ms) AS period_now
            FROM {schema}.meters x) m
      JOIN {schema}.namespaces n ON n.id = m.namespace_id;
+
+-- view schedules_view
+CREATE VIEW {schema}.schedules_view AS
+SELECT n.name AS namespace,
+    d.name AS job_name,
+    s.name AS schedule,
+        CASE
+            WHEN s.cron IS NULL THEN 'every'::text
+            ELSE 'cron'::text
+        END AS kind,
+    s.every_ms,
+    s.cron,
+    s.zone,
+    m.name AS misfire,
+    s.overridden,
+    s.cursor_at AS last_fired_at,
+    s.pending_at AS firing_at,
+    s.triggered_at,
+    s.paused,
+    s.paused_until,
+    r.next_run_at AS slot_wakes_at,
+    j.job_ref AS slot_ref,
+    s.version,
+    s.updated_at
+   FROM {schema}.schedules s
+     JOIN {schema}.namespaces n ON n.id = s.namespace_id
+     JOIN {schema}.definitions d ON d.id = s.definition_id
+     JOIN {schema}.jobs j ON j.id = s.slot_id
+     LEFT JOIN {schema}.runtime r ON r.job_id = s.slot_id
+     JOIN {schema}.codes m ON m.family = 'misfire'::text AND m.code = s.misfire;
 
 -- view steps_view
 CREATE VIEW {schema}.steps_view AS

@@ -46,6 +46,9 @@ CREATE INDEX acta_runtime_lane_line
 CREATE INDEX acta_runtime_leases
     ON acta_runtime (namespace_id, lease_expires_at) WHERE status IN (20, 21);
 
+-- index acta_schedules_by_slot
+CREATE INDEX acta_schedules_by_slot ON acta_schedules (slot_id);
+
 -- index acta_workers_active
 CREATE INDEX acta_workers_active
     ON acta_workers (namespace_id, heartbeat_at) WHERE status = 1;
@@ -239,6 +242,48 @@ CREATE TABLE acta_runtime (
     version          INTEGER NOT NULL DEFAULT 0,
     updated_at       TEXT    NOT NULL
 , lane_id INTEGER REFERENCES acta_lanes (id), lane_seq INTEGER, gated INTEGER NOT NULL DEFAULT 0, ticket_at TEXT, open_children INTEGER NOT NULL DEFAULT 0);
+
+-- table acta_schedules
+CREATE TABLE acta_schedules (
+    id             INTEGER PRIMARY KEY,
+    namespace_id   INTEGER NOT NULL REFERENCES acta_namespaces (id),
+    definition_id  INTEGER NOT NULL,
+    -- The schedule's name within its definition ('default' for a single schedule=).
+    name           TEXT    NOT NULL,
+    -- The recurring slot every schedule of this definition fires through.
+    slot_id        INTEGER NOT NULL REFERENCES acta_jobs (id),
+    -- Exactly one of every_ms (an interval on a grid from the Unix epoch) and cron (five
+    -- fields, read in zone).
+    every_ms       INTEGER CHECK (every_ms IS NULL OR every_ms >= 1000),
+    cron           TEXT,
+    zone           TEXT    NOT NULL DEFAULT 'UTC',
+    misfire        INTEGER NOT NULL DEFAULT 0,
+    -- What the code declares (JSON); differs from the columns above while overridden.
+    declared       TEXT    NOT NULL,
+    overridden     INTEGER NOT NULL DEFAULT 0,
+    -- The latest instant fired; for a schedule never fired, the instant it was armed. An
+    -- instant at or before the cursor never fires again (a clock stepped back included).
+    cursor_at      TEXT    NOT NULL,
+    -- The firing in progress: the instant its handler receives, the cursor it moves to when
+    -- the firing ends, and how many due instants it covers without firing for them. Kept
+    -- across a crash, so a restarted firing is the same firing.
+    pending_at     TEXT,
+    pending_cursor TEXT,
+    pending_missed INTEGER NOT NULL DEFAULT 0,
+    -- An operator asked for a firing now (trigger), at this instant.
+    triggered_at   TEXT,
+    -- Paused: fires nothing; with paused_until, until that instant.
+    paused         INTEGER NOT NULL DEFAULT 0,
+    paused_until   TEXT,
+    -- Bumped by every operator change: the expected-version check of override and friends.
+    version        INTEGER NOT NULL DEFAULT 1,
+    created_at     TEXT    NOT NULL,
+    updated_at     TEXT    NOT NULL,
+    CHECK ((every_ms IS NULL) <> (cron IS NULL)),
+    CHECK ((pending_at IS NULL) = (pending_cursor IS NULL)),
+    UNIQUE (namespace_id, definition_id, name),
+    FOREIGN KEY (definition_id, namespace_id) REFERENCES acta_definitions (id, namespace_id)
+);
 
 -- table acta_signals
 CREATE TABLE acta_signals (
@@ -479,6 +524,34 @@ FROM (SELECT x.*, COALESCE(x.rate_override, x.rate) AS rate_now,
              COALESCE(x.period_override_ms, x.period_ms) AS period_now
       FROM acta_meters x) m
 JOIN acta_namespaces n ON n.id = m.namespace_id;
+
+-- view acta_schedules_view
+CREATE VIEW acta_schedules_view AS
+SELECT
+    n.name          AS namespace,
+    d.name          AS job_name,
+    s.name          AS schedule,
+    CASE WHEN s.cron IS NULL THEN 'every' ELSE 'cron' END AS kind,
+    s.every_ms,
+    s.cron,
+    s.zone,
+    m.name          AS misfire,
+    s.overridden,
+    s.cursor_at     AS last_fired_at,
+    s.pending_at    AS firing_at,
+    s.triggered_at,
+    s.paused,
+    s.paused_until,
+    r.next_run_at   AS slot_wakes_at,
+    j.job_ref       AS slot_ref,
+    s.version,
+    s.updated_at
+FROM acta_schedules s
+JOIN acta_namespaces n  ON n.id = s.namespace_id
+JOIN acta_definitions d ON d.id = s.definition_id
+JOIN acta_jobs j        ON j.id = s.slot_id
+LEFT JOIN acta_runtime r ON r.job_id = s.slot_id
+JOIN acta_codes m       ON m.family = 'misfire' AND m.code = s.misfire;
 
 -- view acta_steps_view
 CREATE VIEW acta_steps_view AS
