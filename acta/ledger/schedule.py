@@ -120,6 +120,7 @@ def sync_declared(
         by_definition.setdefault(item.definition, []).append(item)
     for definition, items in by_definition.items():
         slot_id = slot_ids[slot_key(definition)]
+        yield fetch_one("slot_lock", {"slot_id": slot_id})
         key = {"namespace_id": namespace_id, "definition_id": definition_ids[definition]}
         changed = 0
         for item in items:

@@ -16,7 +16,7 @@ from acta.errors import ConflictError, ScheduleNotFoundError
 from acta.ledger.events import event_params
 from acta.ledger.schedule import ledger_now, wake_slot
 from acta.model.codes import EventCode
-from acta.provider.verb import Verb, execute, fetch_all
+from acta.provider.verb import Verb, execute, fetch_all, fetch_one
 
 Row = Mapping[str, Any]
 Edit = Callable[[Row, datetime], dict[str, Any]]
@@ -58,9 +58,14 @@ def change(
 ) -> Verb[tuple[list[Row], datetime]]:
     """Apply ``edit`` to the schedule ``name`` of ``job_name`` (every schedule of it when
     ``name`` is None) and record it; returns the rows as they are now, and the instant."""
-    rows = yield fetch_all("schedule_rows_of", {"namespace": namespace, "job_name": job_name})
+    key = {"namespace": namespace, "job_name": job_name}
+    rows = yield fetch_all("schedule_rows_of", key)
     if not rows:
         raise ScheduleNotFoundError(f"job {job_name!r} has no schedule in namespace {namespace!r}")
+    # Lock the slot, then read again: a firing that closed meanwhile moved a cursor or cleared
+    # a trigger, and an edit computed from the older read would undo it.
+    yield fetch_one("slot_lock", {"slot_id": rows[0]["slot_id"]})
+    rows = yield fetch_all("schedule_rows_of", key)
     if name is not None:
         known = ", ".join(r["name"] for r in rows)
         rows = [r for r in rows if r["name"] == name]

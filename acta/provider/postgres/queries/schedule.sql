@@ -95,13 +95,20 @@ SET every_ms     = :every_ms,
     zone         = :zone,
     misfire      = :misfire,
     overridden   = :overridden,
-    cursor_at    = :cursor_at,
+    -- A cursor never moves back: what fired never fires again.
+    cursor_at    = GREATEST(cursor_at, :cursor_at::timestamptz),
     paused       = :paused,
     resume_at = :resume_at,
     triggered_at = :triggered_at,
     version      = version + 1,
     updated_at   = :now_at
 WHERE id = :id AND version = :version;
+
+-- name: slot_lock
+-- Lock order: the slot's runtime row before its schedules, as every settle takes them (its
+-- guard locks the runtime row, then it closes the firing), so a change never deadlocks one.
+SELECT job_id FROM {schema}.runtime WHERE job_id = :slot_id
+FOR UPDATE;
 
 -- name: slot_wake
 -- Set when the slot next runs. A slot waiting for its claim (ready) is moved; one that is
