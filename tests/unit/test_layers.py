@@ -54,6 +54,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             # (the provider's caller_tx helper); it must never reach the runtime.
             "acta.outbox",
             "acta.outbox.",
+            # The operator surface reads (and later repairs) through the Ledger facade, like
+            # the reader; the application and the CLI sit on it, never the runtime.
+            "acta.ops",
+            "acta.ops.",
         ),
     ),
     ("runtime", ("acta.runtime", "acta.runtime.")),
@@ -134,6 +138,7 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
         ("acta.policy.cron", "policy"),
         ("acta.runtime.worker", "runtime"),
         ("acta.outbox.staging", "producer and reader"),
+        ("acta.ops.operations", "producer and reader"),
         ("acta", "application"),
     ],
 )
