@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -48,7 +48,7 @@ def case(status: JobStatus, verdict: Verdict) -> Callable[[Setup], Setup]:
 
 
 def iso(instant: datetime) -> str:
-    return instant.isoformat()
+    return instant.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def started(host: Host) -> None:

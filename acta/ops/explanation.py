@@ -3,15 +3,15 @@
 An explanation is a plain value: a stable verdict code (for scripts and the dashboard), a
 sentence saying why the job is where it is, the next step (what happens next, or what an
 operator can do), and the facts behind both as a flat dict of JSON values (instants as ISO
-8601 text, durations in seconds). ``to_data()`` is exactly what ``acta jobs explain --json``
-prints.
+8601 text in UTC to the millisecond, durations in seconds). ``to_data()`` is exactly what
+``acta jobs explain --json`` prints.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -89,7 +89,9 @@ class Explanation:
 def fact(value: Any) -> Any:
     """A value as a fact: instants as ISO 8601 text, durations as seconds, the rest as is."""
     if isinstance(value, datetime):
-        return value.isoformat()
+        # The CLI's JSON form of an instant: UTC, milliseconds, "Z".
+        utc = value.astimezone(UTC).isoformat(timespec="milliseconds")
+        return utc.replace("+00:00", "Z")
     if isinstance(value, timedelta):
         return round(value.total_seconds(), 3)
     return value
