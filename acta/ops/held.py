@@ -105,12 +105,21 @@ def suspended(evidence: Evidence) -> Explanation:
             Verdict.SLEEPING,
             f"It sleeps (durable sleep {wait.name!r}) until {when(wait.due_at)}"
             + (f", {span(left)} from now." if left.total_seconds() > 0 else "; the sleep is over."),
-            "Nothing to do: a worker resumes its handler when the sleep ends; completed steps "
-            "are not run again.",
+            "Nothing to do: a worker resumes its handler when the sleep ends (the next free "
+            "one, once it is over); completed steps are not run again.",
             wakes_at=wait.due_at,
             **common,
         )
-    timeout = f"; it times out at {when(wait.due_at)}" if wait.due_at else ", with no timeout"
+    timed_out = wait.due_at is not None and wait.due_at <= now
+    if timed_out:
+        timeout = f"; its timeout passed at {when(wait.due_at)}"
+    elif wait.due_at is not None:
+        timeout = f"; it times out at {when(wait.due_at)}"
+    else:
+        timeout = ", with no timeout"
+    resumes = (
+        "Nothing to do: the next free worker resumes its handler, where the wait returns timed out."
+    )
     if wait.kind is WaitKind.SIGNAL:
         sent = (
             " The signal is already in; the job is released on its next claim."
@@ -121,10 +130,13 @@ def suspended(evidence: Evidence) -> Explanation:
             evidence,
             Verdict.WAITING_FOR_SIGNAL,
             f"It waits for signal {wait.name!r}{timeout}.{sent}",
-            f"Send the signal to release it: acta jobs signal {evidence.ref} {wait.name} "
+            resumes
+            if timed_out
+            else f"Send the signal to release it: acta jobs signal {evidence.ref} {wait.name} "
             "--payload JSON (or app.signal from code).",
             signal=wait.name,
             timeout_at=wait.due_at,
+            timed_out=timed_out,
             signalled=wait.signalled,
             **common,
         )
@@ -133,10 +145,13 @@ def suspended(evidence: Evidence) -> Explanation:
         evidence,
         Verdict.WAITING_FOR_CHILDREN,
         f"It waits for its children: {open_children} of them not finished yet{timeout}.",
-        "Nothing to do: the last child to finish releases it. To see why a child is slow, "
-        "explain that child (acta jobs list shows them by parent in jobs_view).",
+        resumes
+        if timed_out
+        else "Nothing to do: the last child to finish releases it. To see why a child is "
+        "slow, explain that child (jobs_view lists its children by parent_ref).",
         open_children=open_children,
         timeout_at=wait.due_at,
+        timed_out=timed_out,
         **common,
     )
 

@@ -26,15 +26,18 @@ def succeeded(evidence: Evidence) -> Explanation:
     finished = job["updated_at"]
     took = finished - job["created_at"]
     run = evidence.newest(EventCode.EXECUTION_FINISHED, outcomes=(Outcome.SUCCEEDED,))
+    asked = evidence.newest(EventCode.CANCEL_REQUESTED)
+    late = " A cancel was asked for, but the run finished first: a success stands." if asked else ""
     return explained(
         evidence,
         Verdict.SUCCEEDED,
         f"It succeeded at {when(finished)}, {span(took)} after it was enqueued, in "
-        f"{job['executions']} run(s) and {job['attempts'] + 1} attempt(s).",
+        f"{job['executions']} run(s) and {job['attempts'] + 1} attempt(s).{late}",
         "Nothing to do. Its result: acta jobs show " + evidence.ref + ".",
         finished_at=finished,
         took=took,
         last_run_ms=None if run is None else run.duration_ms,
+        cancel_requested=asked is not None,
     )
 
 

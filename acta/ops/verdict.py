@@ -69,6 +69,10 @@ class VerdictTable:
 
         return file
 
+    def entries(self) -> tuple[Entry, ...]:
+        """Every filed verdict, in the order they are tried."""
+        return tuple(self._entries)
+
     def names(self, status: JobStatus) -> list[str]:
         """The verdict functions tried for ``status``, in order."""
         return [e.name for e in self._entries if status in e.statuses]
