@@ -32,7 +32,8 @@ class LiveWorker:
     heartbeat_at: datetime
     heartbeat_ms: int
     lacks_handler: bool
-    """It handed back a job of this definition for want of a handler (it skips it now)."""
+    """It handed back a job of this definition for want of a handler (it skips it now).
+    Read only when the job is due; False otherwise."""
 
     def silent(self, now: datetime) -> bool:
         return now - self.heartbeat_at > timedelta(milliseconds=self.heartbeat_ms * SILENT_AFTER)
@@ -131,8 +132,15 @@ def gather(job_ref: str, namespace: str, now: datetime | None) -> Verb[Evidence 
         {"namespace_id": job["namespace_id"], "definition_id": job["definition_id"]},
     )
     status = JobStatus(job["status"])
-    ahead = None
+    ahead: int | None = None
+    lacking: set[str] = set()
     if status in _DUE_STATES and job["next_run_at"] <= clock:
+        if worker_rows:
+            handed = yield fetch_all(
+                "explain_handed_back",
+                {"namespace_id": job["namespace_id"], "definition_id": job["definition_id"]},
+            )
+            lacking = {r["incarnation"] for r in handed}
         row = yield fetch_one(
             "explain_ahead",
             {
@@ -188,7 +196,7 @@ def gather(job_ref: str, namespace: str, now: datetime | None) -> Verb[Evidence 
                 r["host"],
                 r["heartbeat_at"],
                 int(r["heartbeat_ms"]),
-                bool(r["lacks_handler"]),
+                r["incarnation"] in lacking,
             )
             for r in worker_rows
         ),

@@ -52,18 +52,28 @@ WHERE r.namespace_id = :namespace_id
                 OR (r.next_run_at = :next_run_at::timestamptz AND r.job_id < :job_id))));
 
 -- name: explain_workers
--- The namespace's workers that have not stopped or been declared dead, with their last
--- heartbeat, and whether it ever handed back a job of this definition for want of a handler
--- (hand-back, reason no-handler): such a worker skips the definition for the rest of its life.
-SELECT w.incarnation, w.host, w.heartbeat_at, w.heartbeat_ms,
-       EXISTS (SELECT 1 FROM {schema}.events e
-               JOIN {schema}.jobs j ON j.id = e.job_id
-               WHERE e.worker_id = w.id AND e.code = 13 AND e.reason = 7
-                 AND j.definition_id = :definition_id) AS lacks_handler
+-- The namespace's workers that have neither stopped nor been declared dead, with their last
+-- heartbeat (explain judges silence by it).
+SELECT w.incarnation, w.host, w.heartbeat_at, w.heartbeat_ms
 FROM {schema}.workers w
 WHERE w.namespace_id = :namespace_id
   AND w.status = 1
 ORDER BY w.id;
+
+-- name: explain_handed_back
+-- Which of those workers handed back a job of this definition for want of a handler (event
+-- handed-back, reason no-handler): such a worker skips the definition for the rest of its
+-- life. Read only for a due job; it scans the events of the namespace's live workers, which
+-- no index serves, so explain pays it only when the answer can matter.
+SELECT DISTINCT w.incarnation
+FROM {schema}.events e
+JOIN {schema}.workers w ON w.id = e.worker_id
+JOIN {schema}.jobs j    ON j.id = e.job_id
+WHERE w.namespace_id = :namespace_id
+  AND w.status = 1
+  AND e.code = 13
+  AND e.reason = 7
+  AND j.definition_id = :definition_id;
 
 -- name: explain_wait
 -- The wait a suspended job is parked on (the newest parking), and whether its signal is in.
