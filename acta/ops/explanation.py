@@ -107,7 +107,12 @@ def when(instant: datetime | None) -> str:
     """An instant for a sentence: ``2026-01-01 12:00:00 UTC``."""
     if instant is None:
         return "never"
-    return instant.strftime("%Y-%m-%d %H:%M:%S UTC")
+    utc = instant.astimezone(UTC)
+    # Milliseconds only when there are some: a bounce or a backoff is often sub-second.
+    shown = (
+        utc.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] if utc.microsecond else f"{utc:%Y-%m-%d %H:%M:%S}"
+    )
+    return f"{shown} UTC"
 
 
 def span(delta: timedelta) -> str:

@@ -46,7 +46,7 @@ def leased(evidence: Evidence) -> Explanation:
     lapsed = expires is None or expires < now
     if worker_status is not WorkerStatus.ACTIVE or lapsed:
         gone = "is gone" if worker_status is None else f"is {worker_status.label}"
-        state = f"its lease lapsed at {when(expires)}" if lapsed else f"worker {worker} {gone}"
+        state = f"its lease lapsed at {when(expires)}" if lapsed else f"that worker {gone}"
         take = "on its next pass" if lapsed else f"once the lease lapses at {when(expires)}"
         return explained(
             evidence,

@@ -42,11 +42,14 @@ ORDER BY e.id;
 
 -- name: explain_ahead
 -- How many claimable jobs a worker of this namespace takes before this one: the claim's own
--- order (priority high first, then due time, then id) over what is due now.
+-- order (priority high first, then due time, then id) over what is due now. acta's own system
+-- jobs are left out: they take no executor, so they never hold a user job back.
 WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
 SELECT count(*) AS ahead
 FROM {schema}.runtime r
+JOIN {schema}.definitions d ON d.id = r.definition_id
 WHERE r.namespace_id = :namespace_id
+  AND d.name NOT LIKE 'sys.%'
   AND r.status IN (10, 30)
   AND r.next_run_at <= (SELECT now FROM t)
   AND (r.priority > :priority
