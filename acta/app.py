@@ -23,6 +23,7 @@ from acta.errors import ConfigurationError
 from acta.ids import JobRef
 from acta.ledger.facade import Ledger
 from acta.names import validate_job_name, validate_namespace, validate_schema_name
+from acta.ops import Operations
 from acta.outbox import staging as outbox
 from acta.outcome import SignalOutcome
 from acta.policy.job import JobPolicy
@@ -83,6 +84,11 @@ class Acta(Reader):
     def ledger(self) -> Ledger:
         """The ledger this application reads and writes (opened on first use)."""
         return self._ledger
+
+    @property
+    def ops(self) -> Operations:
+        """The operator surface (acta.ops): explain a job; repair verbs join it later."""
+        return Operations(self._current_ledger, self.namespace)
 
     def _current_ledger(self) -> Ledger:
         return self._ledger

@@ -1,5 +1,6 @@
-"""``acta jobs``: look at jobs from a terminal: list them, show one, read its timeline; send
-a signal to one or resume it (those two live in ``acta.cli.durable``).
+"""``acta jobs``: look at jobs from a terminal: list them, show one, read its timeline, ask
+why one is where it is (``explain``, the operator surface ``app.ops``); send a signal to one
+or resume it (those two live in ``acta.cli.durable``).
 
 Everything goes through the application's read surface (``Acta.jobs``/``get``/``events``/
 ``result``), so the CLI sees exactly what application code sees, on any provider. Each
@@ -25,10 +26,10 @@ STATUS_NAMES = [status.label for status in JobStatus]
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``jobs list|show|events|signal|resume`` to a subcommand set."""
+    """Add ``jobs list|show|events|explain|signal|resume`` to a subcommand set."""
     jobs = commands.add_parser(
         "jobs",
-        help="list jobs, show one, read its event timeline, signal or resume one",
+        help="list jobs, show one, read its event timeline, explain, signal or resume one",
         description="Read jobs from the ledger.",
     )
     sub = jobs.add_subparsers(title="commands", metavar="COMMAND", required=True)
@@ -87,6 +88,17 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_ledger_options(events)
     events.add_argument("--json", action="store_true", help="print JSON")
     events.set_defaults(**{HANDLER: events_command})
+
+    explain = sub.add_parser(
+        "explain",
+        help="why a job is where it is, and what happens next",
+        description="Explain one job from its rows: a verdict (ready, retrying, "
+        "held-by-lost-worker, failed...), why, the next step, and the facts behind them.",
+    )
+    explain.add_argument("ref", metavar="REF", help="the job's ref, e.g. job_06f0...")
+    add_ledger_options(explain)
+    explain.add_argument("--json", action="store_true", help="print the explanation as JSON")
+    explain.set_defaults(**{HANDLER: explain_command})
 
     durable.register(sub)
 
@@ -174,6 +186,29 @@ def events_command(args: argparse.Namespace, host_app: Acta | None) -> int:
     print(f"{info.job_ref}  {info.name}  {info.status.label}")
     print(render.timeline(events))
     return EXIT_OK
+
+
+def explain_command(args: argparse.Namespace, host_app: Acta | None) -> int:
+    ref = _ref(args.ref)
+    ledger = resolve_ledger(args, host_app)
+    with open_reader(ledger) as reader:
+        found = reader.ops.explain(ref)  # JobNotFoundError: exit 1, names the namespace
+    if args.json:
+        print(render.dump(found.to_data()))
+        return EXIT_OK
+    pairs = [("verdict", found.verdict.value), ("why", found.summary), ("next", found.next_step)]
+    pairs.append(("facts", ""))
+    pairs += [(f"  {key}", _fact(value)) for key, value in found.facts.items()]
+    print(render.labelled(f"{found.job_ref}  {found.name}  {found.status}", pairs))
+    return EXIT_OK
+
+
+def _fact(value: Any) -> str:
+    if value is None:
+        return render.NONE
+    if isinstance(value, str):
+        return render.first_line(value)
+    return render.compact(value)
 
 
 def _result(reader: Acta, ref: str) -> Any:

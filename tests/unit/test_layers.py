@@ -55,6 +55,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             # (the provider's caller_tx helper); it must never reach the runtime.
             "acta.outbox",
             "acta.outbox.",
+            # The operator surface reads (and later repairs) through the Ledger facade, like
+            # the reader; the application and the CLI sit on it, never the runtime.
+            "acta.ops",
+            "acta.ops.",
         ),
     ),
     ("runtime", ("acta.runtime", "acta.runtime.")),
@@ -136,6 +140,7 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
         ("acta.schedules", "producer and reader"),
         ("acta.runtime.worker", "runtime"),
         ("acta.outbox.staging", "producer and reader"),
+        ("acta.ops.operations", "producer and reader"),
         ("acta", "application"),
     ],
 )
