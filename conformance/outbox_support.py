@@ -53,7 +53,7 @@ class Shop:
             "namespace": "default",
             "job_name": "ship",
             "input_codec": 1,
-            "input": b"null",
+            "input": b"1",
             "priority": 0,
             "tags": "[]",
             "deadline_strict": 1,
