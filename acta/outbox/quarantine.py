@@ -182,9 +182,9 @@ class Quarantine:
 
 def _decided(namespace: str, now: datetime | None, message: str, detail: str) -> Verb[None]:
     """The QUARANTINE_DECIDED event, on the namespace's relay slot when there is one."""
+    # A ledger where no worker of the namespace ever ran has no namespace row yet.
+    yield execute("ensure_namespace", {"now": now, "namespace": namespace})
     found = yield fetch_one("namespace_id", {"namespace": namespace})
-    if found is None:
-        raise QuarantineEntryNotFoundError(f"namespace {namespace!r} has no ledger rows yet")
     namespace_id = found["namespace_id"]
     slot = yield fetch_one(
         "job_by_ref_or_dedup_key",

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from acta.duration import parse_duration
@@ -95,6 +96,12 @@ class OutboxSource:
             conn, dialect = psycopg.connect(self.url or "", autocommit=True), "postgres"
         else:
             path = (self.url or "").removeprefix("sqlite:///").removeprefix("sqlite://")
+            if path != ":memory:" and not Path(path).is_file():
+                # Connecting would create an empty file, and the relay would fail on it later.
+                raise ConfigurationError(
+                    f"no outbox source database at {path!r}: the file does not exist "
+                    "(create the outbox there with `acta outbox schema --dialect sqlite`)"
+                )
             conn, dialect = sqlite3.connect(path, timeout=30), "sqlite"
         if dialect == "sqlite":
             conn.isolation_level = None  # BEGIN IMMEDIATE is ours to issue
