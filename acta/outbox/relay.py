@@ -106,9 +106,8 @@ def claim(
             found.extend(OutboxRow.of(r) for r in conn.rows("candidates", params))
         found.sort(key=lambda r: r.id)
         taken = _one_key_each(found[:batch])
-        until = now + hold
-        for held in taken:
-            conn.execute("hold", {"me": me, "until": until, "id": held.id})
+        if taken:
+            conn.execute("hold", {"me": me, "until": now + hold, "ids": [r.id for r in taken]})
     return taken
 
 
@@ -227,25 +226,26 @@ def deliver(
     the DELIVERED and QUARANTINED events, all in one ledger transaction."""
     written: list[Enqueued] = []
     events: list[dict[str, object]] = []
-    if d.jobs:
-        jobs = [job for _, job in d.jobs]
-        written, known = yield from enqueue(
+    # Lane members take enqueue's row-by-row path (each books its place in line, in batch
+    # order, which is staging order); the rest go in one statement where the dialect can.
+    # Both parts are in this one transaction.
+    laned = [pair for pair in d.jobs if pair[1].lane is not None]
+    unlaned = [pair for pair in d.jobs if pair[1].lane is None]
+    delivered: list[tuple[OutboxRow, NewJob]] = []
+    for part in (unlaned, laned):
+        if not part:
+            continue
+        jobs = [job for _, job in part]
+        part_written, known = yield from enqueue(
             d.namespace, d.specs, jobs, now, known, fused=fused, channel=channel
         )
-        for (row, job), done in zip(d.jobs, written, strict=True):
+        written.extend(part_written)
+        delivered.extend(part)
+    if delivered:
+        for (row, job), made in zip(delivered, written, strict=True):
             # A repeated delivery found its job already there: nothing new to record.
-            if done.created and audited(job.audit_level, EventCode.DELIVERED):
-                events.append(
-                    event_params(
-                        now,
-                        d.namespace_id,
-                        done.job_id,
-                        done.job_ref,
-                        EventCode.DELIVERED,
-                        message=f"delivered from outbox row {row.id} of source {d.source!r}",
-                        detail=json.dumps({"source": d.source, "row": row.id}),
-                    )
-                )
+            if made.created and audited(job.audit_level, EventCode.DELIVERED):
+                events.append(delivered_event(now, d, made, row))
     if d.refused:
         slot = yield fetch_one(
             "job_by_ref_or_dedup_key",
@@ -263,6 +263,20 @@ def deliver(
     if events:
         yield execute_many("insert_event", events)
     return written, known
+
+
+def delivered_event(
+    now: datetime | None, d: Delivery, done: Enqueued, row: OutboxRow
+) -> dict[str, object]:
+    return event_params(
+        now,
+        d.namespace_id,
+        done.job_id,
+        done.job_ref,
+        EventCode.DELIVERED,
+        message=f"delivered from outbox row {row.id} of source {d.source!r}",
+        detail=json.dumps({"source": d.source, "row": row.id}),
+    )
 
 
 def quarantined_event(
@@ -295,13 +309,12 @@ def settle(
         for row, refusal in refused:
             params = {"id": row.id, "reason": refusal.reason, "message": refusal.message}
             conn.execute("quarantine", {**params, "now": now, "me": me})
-            conn.execute("remove", {"id": row.id})
-        for row_id in delivered:
-            conn.execute("remove", {"id": row_id})
+        gone = [*delivered, *(row.id for row, _ in refused)]
+        if gone:
+            conn.execute("remove", {"ids": gone})
 
 
 def release(conn: SourceConnection, rows: Sequence[int], me: str, error: str) -> None:
     """Give back rows whose delivery failed: they stay first in their lanes' lines."""
     with conn.transaction():
-        for row_id in rows:
-            conn.execute("release", {"id": row_id, "me": me, "error": error[:2000]})
+        conn.execute("release", {"ids": list(rows), "me": me, "error": error[:2000]})

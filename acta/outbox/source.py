@@ -14,6 +14,7 @@ milliseconds, as the ledger does) and reading them back as aware datetimes.
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping
@@ -134,8 +135,8 @@ class SourceConnection:
 
     def _bind(self, params: Mapping[str, Any]) -> dict[str, Any]:
         if self.dialect != "sqlite":
-            return dict(params)
-        return {k: sqlite_instant(v) if isinstance(v, datetime) else v for k, v in params.items()}
+            return dict(params)  # psycopg binds lists as arrays, datetimes as timestamptz
+        return {key: _sqlite_value(value) for key, value in params.items()}
 
     def rows(self, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         cursor = self.conn.execute(self._sql(name), self._bind(params or {}))
@@ -169,6 +170,14 @@ class SourceConnection:
 
     def close(self) -> None:
         self.conn.close()
+
+
+def _sqlite_value(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return sqlite_instant(value)
+    if isinstance(value, list):
+        return json.dumps(value)  # read back with json_each: one statement for a whole batch
+    return value
 
 
 def sqlite_instant(value: datetime) -> str:

@@ -33,19 +33,20 @@ ORDER BY o.id
 LIMIT :batch;
 
 -- name: hold
--- Claim one row for a while.
-UPDATE {table} SET claimed_by = :me, claimed_until = :until WHERE id = :id;
+-- Claim the batch's rows (ids given as one list) for a while.
+UPDATE {table} SET claimed_by = :me, claimed_until = :until
+WHERE id = ANY(CAST(:ids AS bigint[]));
 
 -- name: remove
--- A delivered (or quarantined) row leaves the outbox, whoever holds it now: its job is in
--- the ledger, and a relay that re-delivers it gets the same job back.
-DELETE FROM {table} WHERE id = :id;
+-- Delivered (or quarantined) rows leave the outbox, whoever holds them now: their jobs
+-- are in the ledger, and a relay that delivers one again gets the same job back.
+DELETE FROM {table} WHERE id = ANY(CAST(:ids AS bigint[]));
 
 -- name: release
--- A delivery that failed: the row stays, first in its lane's line, claimable at once.
+-- A delivery that failed: the rows stay, first in their lanes' lines, claimable at once.
 UPDATE {table}
 SET claimed_by = NULL, claimed_until = NULL, attempts = attempts + 1, last_error = :error
-WHERE id = :id AND claimed_by = :me;
+WHERE id = ANY(CAST(:ids AS bigint[])) AND claimed_by = :me;
 
 -- name: quarantine
 -- Copy a row into quarantine with the reason (nothing if an undecided entry exists already).
