@@ -28,8 +28,13 @@ def shop(tmp_path: Path) -> Shop:
 
 
 @pytest.fixture
-def acta_app(shop: Shop) -> Acta:
-    app = Acta(outbox=shop.source(poll="2s"))
+def hold() -> str:
+    return "30s"
+
+
+@pytest.fixture
+def acta_app(shop: Shop, hold: str) -> Acta:
+    app = Acta(outbox=shop.source(poll="2s", hold=hold))
 
     @app.job("ship")
     def ship(order: int) -> str:
@@ -170,3 +175,33 @@ def test_an_app_without_a_source_has_no_relay_slot(
         )
     finally:
         host.close()
+
+
+@pytest.mark.parametrize("hold", ["5m"])  # longer than the lease: the rows stay held
+def test_a_relay_that_lost_its_slot_delivers_nothing(
+    acta_app: Acta, acta_host: Host, shop: Shop, ledger: Ledger, monkeypatch: Any
+) -> None:
+    row = shop.stage(acta_app, "ship", 9)
+    zombie = acta_host.worker
+    peer = acta_host.add_worker()
+    real_claim = relay_module.claim
+    peer_saw: list[str] = []
+
+    def claim_then_stall(*args: Any) -> Any:
+        taken = real_claim(*args)
+        monkeypatch.setattr(relay_module, "claim", real_claim)
+        acta_host.pause(zombie)  # SIGSTOP after the claim: its slot lease lapses meanwhile
+        acta_host.advance(zombie.lease + peer.heartbeat)
+        peer_saw.append(acta_host.tick(peer))  # recovery, then the peer runs the relay slot
+        acta_host.resume(zombie)
+        return taken
+
+    monkeypatch.setattr(relay_module, "claim", claim_then_stall)
+    acta_host.tick(zombie)
+    # The peer's relay found the row held; the zombie's delivery was fenced and gave it back.
+    assert peer_saw == ["nothing-claimed"]
+    assert job_keys(ledger) == []
+    assert shop.rows("SELECT id, claimed_by, attempts FROM acta_outbox") == [(row, None, 1)]
+    acta_host.advance("2s")
+    acta_host.run_until_idle(peer)
+    assert job_keys(ledger) == [f"outbox:default:{row}"] and shipped == [9]

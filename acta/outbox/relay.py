@@ -4,10 +4,10 @@ One relay cycle is three transactions in two databases, in this order:
 
 1. ``claim`` (source): hold a batch of staged rows, oldest first, respecting lanes (a row
    naming a lane waits while an older row of its lane is held by someone else).
-2. ``deliver`` (ledger): enqueue the admissible rows as jobs, each under a deduplication key
-   derived from the row (``outbox:<source>:<row id>``, or the key the row was staged with),
-   with a DELIVERED event naming the row; and a QUARANTINED event on the relay's own slot for
-   each row that cannot be admitted.
+2. ``deliver`` (ledger, fenced by the run's lease on its slot): enqueue the admissible rows
+   as jobs, each under a deduplication key derived from the row (``outbox:<source>:<row
+   id>``, or the key the row was staged with), with a DELIVERED event naming the row; and a
+   QUARANTINED event on the relay's own slot for each row that cannot be admitted.
 3. ``settle`` (source): delete the delivered rows and move the refused ones to quarantine.
 
 A crash between 2 and 3 leaves the rows staged; their holds lapse, a relay claims them again
@@ -29,7 +29,7 @@ from acta.codec import codecs
 from acta.errors import ActaError
 from acta.ledger.enqueue import enqueue
 from acta.ledger.events import event_params
-from acta.model.codes import EventCode, audited
+from acta.model.codes import EventCode, JobStatus, audited
 from acta.model.rows import DefinitionSpec, Enqueued, NewJob
 from acta.names import validate_key, validate_namespace, validate_tags
 from acta.outbox.source import SourceConnection
@@ -202,13 +202,31 @@ def _json_list(text: str) -> list[str]:
 
 
 @dataclass(frozen=True, slots=True)
+class SlotLease:
+    """The relay run's lease on its ``sys.outbox`` slot: every delivery is fenced by it."""
+
+    job_id: int
+    job_ref: str
+    epoch: int
+    worker_id: int
+
+
+def slot_lease(job_ref: str, namespace: str, worker_id: int) -> Verb[SlotLease | None]:
+    """The lease this worker holds on the slot ``job_ref`` now (None: it holds none)."""
+    row = yield fetch_one("job_by_ref", {"job_ref": job_ref, "namespace": namespace})
+    if row is None or row["lease_owner"] != worker_id or row["status"] != int(JobStatus.EXECUTING):
+        return None
+    return SlotLease(row["job_id"], row["job_ref"], row["lease_epoch"], worker_id)
+
+
+@dataclass(frozen=True, slots=True)
 class Delivery:
     """What one cycle hands the ledger: admitted rows with their jobs, and refused rows."""
 
     source: str
     namespace: str
     namespace_id: int
-    slot_ref: str
+    lease: SlotLease
     jobs: list[tuple[OutboxRow, NewJob]]
     specs: dict[str, DefinitionSpec]
     refused: list[tuple[OutboxRow, Refusal]]
@@ -221,9 +239,16 @@ def deliver(
     *,
     fused: bool,
     channel: str | None,
-) -> Verb[tuple[list[Enqueued], tuple[int, Mapping[str, int]] | None]]:
+) -> Verb[tuple[list[Enqueued], tuple[int, Mapping[str, int]] | None] | None]:
     """Enqueue the admitted rows (lanes in staging order: the batch is in row order) and write
-    the DELIVERED and QUARANTINED events, all in one ledger transaction."""
+    the DELIVERED and QUARANTINED events, all in one ledger transaction, fenced by the relay
+    slot's lease (None, and nothing written, when the run no longer holds it)."""
+    lease = d.lease
+    held = yield fetch_one(
+        "lease_guard", {"job_id": lease.job_id, "epoch": lease.epoch, "worker_id": lease.worker_id}
+    )
+    if held is None:
+        return None
     written: list[Enqueued] = []
     events: list[dict[str, object]] = []
     # Lane members take enqueue's row-by-row path (each books its place in line, in batch
@@ -246,20 +271,8 @@ def deliver(
             # A repeated delivery found its job already there: nothing new to record.
             if made.created and audited(job.audit_level, EventCode.DELIVERED):
                 events.append(delivered_event(now, d, made, row))
-    if d.refused:
-        slot = yield fetch_one(
-            "job_by_ref_or_dedup_key",
-            {
-                "namespace_id": d.namespace_id,
-                "job_ref": d.slot_ref,
-                "dedup_key": None,
-                "parent_id": None,
-                "child_name": None,
-            },
-        )
-        slot_id = None if slot is None else slot["job_id"]
-        for row, refusal in d.refused:
-            events.append(quarantined_event(now, d, slot_id, row, refusal))
+    for row, refusal in d.refused:
+        events.append(quarantined_event(now, d, row, refusal))
     if events:
         yield execute_many("insert_event", events)
     return written, known
@@ -280,14 +293,14 @@ def delivered_event(
 
 
 def quarantined_event(
-    now: datetime | None, d: Delivery, slot_id: int | None, row: OutboxRow, refusal: Refusal
+    now: datetime | None, d: Delivery, row: OutboxRow, refusal: Refusal
 ) -> dict[str, object]:
     detail = {"source": d.source, "row": row.id, "job": row.job_name, "reason": refusal.reason}
     return event_params(
         now,
         d.namespace_id,
-        slot_id,
-        d.slot_ref if slot_id is not None else None,
+        d.lease.job_id,
+        d.lease.job_ref,
         EventCode.QUARANTINED,
         message=f"outbox row {row.id} of source {d.source!r} quarantined: {refusal.message}",
         detail=json.dumps(detail),

@@ -7,6 +7,8 @@ the slot re-arms for the source's poll interval. Source connections are opened i
 one per source transaction, and closed at once: the source's driver is synchronous and must
 not block the worker's loop.
 
+Every delivery is fenced by the run's lease on the slot (read once, when the run begins): a
+relay that lost its slot writes nothing more to the ledger, and gives its rows back.
 Delivery never waits for a handler: the run ends when the jobs are in the ledger. If the
 ledger refuses a delivery, the rows are released (they keep their place in their lanes) and
 the run fails, which the slot records before re-arming.
@@ -23,7 +25,18 @@ from acta.context import JobContext
 from acta.errors import LeaseLostError
 from acta.ids import JobRef
 from acta.model.rows import Enqueued
-from acta.outbox.relay import Delivery, OutboxRow, Refusal, admit, claim, deliver, release, settle
+from acta.outbox.relay import (
+    Delivery,
+    OutboxRow,
+    Refusal,
+    SlotLease,
+    admit,
+    claim,
+    deliver,
+    release,
+    settle,
+    slot_lease,
+)
 from acta.outbox.source import OutboxSource, SourceConnection
 from acta.runtime.environment import RunEnv
 
@@ -38,13 +51,19 @@ async def run_relay(env: RunEnv, ctx: JobContext) -> None:
     source = env.outbox
     if source is None:  # available() keeps such workers off the slot; never run without one
         raise AssertionError("sys.outbox ran in a worker without an outbox source")
+    me, ref = env.identity.worker_id, str(ctx.job)
+    lease = await env.ledger.run_async(
+        lambda: slot_lease(ref, env.namespace, me), name="outbox-lease"
+    )
+    if lease is None:
+        raise LeaseLostError(f"the outbox relay lost its slot {ref} before it began")
     for _ in range(ROUNDS):
-        moved = await relay_batch(env, source, str(ctx.job))
+        moved = await relay_batch(env, source, lease)
         if moved < source.batch:
             return
 
 
-async def relay_batch(env: RunEnv, source: OutboxSource, slot_ref: str) -> int:
+async def relay_batch(env: RunEnv, source: OutboxSource, lease: SlotLease) -> int:
     """Claim, deliver and settle one batch; returns how many rows were claimed."""
     me = env.identity.incarnation
     now = env.clock.now()
@@ -55,7 +74,7 @@ async def relay_batch(env: RunEnv, source: OutboxSource, slot_ref: str) -> int:
     )
     if not rows:
         return 0
-    delivery = _judge(env, source, rows, slot_ref)
+    delivery = _judge(env, source, rows, lease)
     try:
         _alive(env)
         written = await _deliver(env, delivery)
@@ -75,7 +94,7 @@ async def relay_batch(env: RunEnv, source: OutboxSource, slot_ref: str) -> int:
     return len(rows)
 
 
-def _judge(env: RunEnv, source: OutboxSource, rows: list[OutboxRow], slot_ref: str) -> Delivery:
+def _judge(env: RunEnv, source: OutboxSource, rows: list[OutboxRow], lease: SlotLease) -> Delivery:
     refs = JobRef.many(int(env.clock.now().timestamp() * 1000), len(rows))
     jobs = []
     specs = {}
@@ -89,7 +108,7 @@ def _judge(env: RunEnv, source: OutboxSource, rows: list[OutboxRow], slot_ref: s
             jobs.append((row, job))
             specs[spec.name] = spec
     return Delivery(
-        source.name, env.namespace, env.identity.namespace_id, slot_ref, jobs, specs, refused
+        source.name, env.namespace, env.identity.namespace_id, lease, jobs, specs, refused
     )
 
 
@@ -97,10 +116,13 @@ async def _deliver(env: RunEnv, delivery: Delivery) -> list[Enqueued]:
     ledger = env.ledger
     known = ledger.catalog(env.namespace)
     now, fused, channel = ledger.now(), ledger.fused, ledger.channel
-    written, learnt = await ledger.run_async(
+    done = await ledger.run_async(
         lambda: deliver(delivery, now, known, fused=fused, channel=channel),
         name="outbox-deliver",
     )
+    if done is None:
+        raise LeaseLostError(f"the outbox relay lost its slot {delivery.lease.job_ref}")
+    written, learnt = done
     if learnt is not None:
         ledger.learn_catalog(env.namespace, learnt)
     return written
