@@ -35,6 +35,7 @@ from acta.reader import Reader
 from acta.registry import JobLike, Registry
 from acta.runtime.deployment import Deployment
 from acta.runtime.worker import Worker
+from acta.schedules import Schedules
 from acta.waiting import wait_blocking, wait_for, wait_limit
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -92,6 +93,12 @@ class Acta(Reader):
 
     def _current_ledger(self) -> Ledger:
         return self._ledger
+
+    @property
+    def schedules(self) -> Schedules:
+        """The recurring schedules of this namespace: list, preview, pause, resume, trigger,
+        override (see docs/guide/schedules.md)."""
+        return Schedules(self._current_ledger, self.namespace)
 
     @property
     def provider(self) -> Provider:
