@@ -3,7 +3,7 @@
 On PostgreSQL the ledger is one schema and the application's database another schema of the
 same server (the relay still treats them as two databases: two connections, two
 transactions). The test process stages 5,000 rows in small transactions, each next to an
-``orders`` row saying which outbox row it staged: about a quarter name one of eight lanes,
+``orders`` row saying which outbox row it staged: about one in ten names one of eight lanes,
 and every 250th names a job no worker knows (the relay must quarantine it). Meanwhile two
 worker processes run with the outbox source; every 1 to 2 s (eight times) the one holding
 the ``sys.outbox`` slot is SIGKILLed and a replacement started, so kills land before, inside and
@@ -100,7 +100,7 @@ def _stage(conn: Any, app: Acta, schema: str, start: int, rng: random.Random) ->
     """Stage orders ``start`` .. ``start + PER_TX - 1`` in one transaction."""
     with conn.transaction():
         for n in range(start, start + PER_TX):
-            lane = f"lane-{rng.randrange(LANES)}" if rng.random() < 0.25 else None
+            lane = f"lane-{rng.randrange(LANES)}" if rng.random() < 0.1 else None
             if n % GHOST_EVERY == 0:
                 # Another version of the application staged a job this one does not know.
                 row = conn.execute(
