@@ -25,6 +25,8 @@ from acta.ledger.facade import Ledger
 from acta.names import validate_job_name, validate_namespace, validate_schema_name
 from acta.ops import Operations
 from acta.outbox import staging as outbox
+from acta.outbox.quarantine import Quarantine
+from acta.outbox.source import OutboxSource
 from acta.outcome import SignalOutcome
 from acta.policy.job import JobPolicy
 from acta.producer import Producer
@@ -56,6 +58,7 @@ class Acta(Reader):
         clock: Clock | None = None,
         apply_migrations: bool = False,
         payload_cap: int = DEFAULT_PAYLOAD_CAP,
+        outbox: OutboxSource | None = None,
         **provider_options: Any,
     ) -> None:
         self.namespace = validate_namespace(namespace)
@@ -64,6 +67,10 @@ class Acta(Reader):
         self.apply_migrations = apply_migrations
         self.registry = Registry(payload_cap)
         self.payload_cap = payload_cap
+        if outbox is not None and not isinstance(outbox, OutboxSource):
+            raise ConfigurationError(f"outbox= takes an OutboxSource, got {type(outbox).__name__}")
+        self.outbox = outbox
+        """The outbox source this application's workers relay from (opened only by them)."""
         self._provider_options = provider_options
         self._provider: Provider | None = None
         self._schema_checked = False
@@ -283,6 +290,14 @@ class Acta(Reader):
             schema=outbox_schema,
         )
 
+    def outbox_quarantine(self, source: OutboxSource | None = None) -> Quarantine:
+        """The quarantine of ``source`` (default: this app's outbox source): read, requeue,
+        discard; each decision is also recorded in this app's ledger."""
+        chosen = source or self.outbox
+        if chosen is None:
+            raise ConfigurationError("no outbox source: pass one or give Acta(outbox=...)")
+        return Quarantine(chosen, self._current_ledger, self.namespace)
+
     # -- results ------------------------------------------------------------------------
 
     def _after_signal(self, outcome: SignalOutcome) -> None:
@@ -319,7 +334,7 @@ class Acta(Reader):
 
     def deployment(self) -> Deployment:
         """What a worker of this application is built from (the ledger it uses right now)."""
-        return Deployment(self._ledger, self.registry, self.namespace, self.bell)
+        return Deployment(self._ledger, self.registry, self.namespace, self.bell, self.outbox)
 
     def worker(self, **settings: Any) -> Worker:
         """Build a worker for this app's handlers (see acta.runtime.worker.Worker)."""

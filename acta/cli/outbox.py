@@ -2,7 +2,8 @@
 
 ``schema`` prints the SQL that creates ``acta_outbox`` without connecting anywhere. acta never
 applies it itself: the outbox sits next to the application's tables, which the application
-(or its DBA) provisions, maybe in a database the ledger knows nothing about.
+(or its DBA) provisions, maybe in a database the ledger knows nothing about. ``quarantine``
+(acta.cli.outbox_quarantine) reads and decides the rows the relay could not admit.
 """
 
 from __future__ import annotations
@@ -10,13 +11,14 @@ from __future__ import annotations
 import argparse
 
 from acta.app import Acta
+from acta.cli import outbox_quarantine
 from acta.cli.command import EXIT_OK, HANDLER, UsageError
 from acta.errors import ConfigurationError
 from acta.outbox import DIALECTS, provisioning_sql
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``outbox schema`` to a subcommand set."""
+    """Add ``outbox schema`` and ``outbox quarantine ...`` to a subcommand set."""
     outbox = commands.add_parser(
         "outbox",
         help="the outbox table in your application's database",
@@ -38,6 +40,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="PostgreSQL schema of the table (default: public); SQLite has none",
     )
     schema.set_defaults(**{HANDLER: schema_command})
+    outbox_quarantine.register(sub)
 
 
 def schema_command(args: argparse.Namespace, host_app: Acta | None) -> int:

@@ -4,11 +4,12 @@ When the ledger lives in another database than the business data, one transactio
 both the business write and the enqueue. The outbox closes that gap: ``app.add_to_outbox``
 writes the validated, encoded request into the ``acta_outbox`` table of the application's
 database, on the caller's connection, so the request commits or rolls back with the business
-rows. A relay then moves staged rows into the ledger; the relay is not built yet, so for now
-staged rows stay where they are.
+rows. The ``sys.outbox`` relay, run by workers given an ``OutboxSource``, then moves staged
+rows into the ledger (``relay``); rows it cannot admit go to a quarantine (``quarantine``).
 
 ``provisioning_sql`` and ``create_outbox`` create the table (``acta outbox schema`` prints the
-SQL). This package knows definitions and the caller-transaction helper, never the runtime.
+SQL). This package knows definitions, the ledger's verbs and the caller-transaction helper,
+never the runtime.
 """
 
 from acta.outbox.provisioning import (
@@ -19,11 +20,23 @@ from acta.outbox.provisioning import (
     provisioning_sql,
     table_name,
 )
+from acta.outbox.quarantine import (
+    Quarantine,
+    QuarantineDecidedError,
+    QuarantinedRow,
+    QuarantineEntryNotFoundError,
+)
+from acta.outbox.source import OutboxSource
 from acta.outbox.staging import StagedRow, stage, stage_async
 
 __all__ = [
     "DIALECTS",
     "TABLE",
+    "OutboxSource",
+    "Quarantine",
+    "QuarantineDecidedError",
+    "QuarantineEntryNotFoundError",
+    "QuarantinedRow",
     "StagedRow",
     "create_outbox",
     "create_outbox_async",

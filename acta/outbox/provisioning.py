@@ -21,6 +21,7 @@ from acta.names import validate_schema_name
 from acta.provider import caller_tx
 
 TABLE = "acta_outbox"
+QUARANTINE = "acta_outbox_quarantine"
 DIALECTS = ("sqlite", "postgres")
 DEFAULT_PG_SCHEMA = "public"
 
@@ -59,7 +60,12 @@ def provisioning_sql(dialect: str, schema: str | None = None) -> str:
     table = table_name(dialect, schema)
     text = resources.files(__package__).joinpath("sql", f"{dialect}.sql").read_text("utf-8")
     # Plain substitution is safe: the schema passed validate_schema_name, a bare identifier.
-    return text.replace("{schema}", table.rpartition(".")[0]).replace("{table}", table)
+    quarantine = table.removesuffix(TABLE) + QUARANTINE
+    return (
+        text.replace("{schema}", table.rpartition(".")[0])
+        .replace("{table}", table)
+        .replace("{quarantine}", quarantine)
+    )
 
 
 def statements(script: str) -> list[str]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from acta.bell import ProcessBell
 from acta.clock import Clock
 from acta.ledger.facade import Ledger
+from acta.outbox.source import OutboxSource
 from acta.registry import Registry
 
 
@@ -24,6 +25,8 @@ class Deployment:
     namespace: str = "default"
     bell: ProcessBell = field(default_factory=ProcessBell)
     """Rung by this process's producers after they commit an enqueue."""
+    outbox: OutboxSource | None = None
+    """Where this deployment's workers relay staged outbox rows from (``sys.outbox``)."""
 
     @property
     def clock(self) -> Clock:

@@ -23,6 +23,7 @@ from acta.ledger.admission import Admission
 from acta.ledger.facade import Ledger
 from acta.model.codes import AuditLevel
 from acta.model.rows import Bounced, Claimed, Started
+from acta.outbox.source import OutboxSource
 from acta.policy.gate import JobGates, bounce_delay
 from acta.registry import Registry
 from acta.runtime.committer import Committer
@@ -54,6 +55,7 @@ class RunEnv:
         retry_settles: bool,
         namespace: str = "default",
         ring: Callable[[], None] | None = None,
+        outbox: OutboxSource | None = None,
     ) -> None:
         self.ledger = ledger
         self.registry = registry
@@ -67,6 +69,8 @@ class RunEnv:
         self.retry_settles = retry_settles
         self.namespace = namespace
         self.ring = ring
+        self.outbox = outbox
+        """The outbox source this worker relays from, if any (only it runs sys.outbox)."""
         """Wakes this process's idle workers (after a handler spawned children)."""
         self.killed = False
         """The process is gone (or behaves as if): no write of any kind from now on."""

@@ -28,11 +28,15 @@ from acta.ledger.transition import recover
 from acta.model.codes import AuditLevel
 from acta.policy.job import JobPolicy
 from acta.runtime.environment import RunEnv
+from acta.runtime.relay import relay_available, relay_every, run_relay
 
 log = logging.getLogger("acta.recovery")
 
 RECOVERY_JOB = "sys.recovery"
 """The recovery slot's job name, also its deduplication key: one slot per namespace."""
+
+OUTBOX_JOB = "sys.outbox"
+"""The outbox relay's slot (acta.runtime.relay), in namespaces whose workers have a source."""
 
 SYSTEM_PRIORITY = 100
 
@@ -83,6 +87,7 @@ def system_definition(name: str) -> JobDefinition[Any, Any]:
 def _system_jobs() -> dict[str, SystemJob]:
     jobs = [
         SystemJob(system_definition(RECOVERY_JOB), run_recovery, lambda env: env.heartbeat),
+        SystemJob(system_definition(OUTBOX_JOB), run_relay, relay_every, relay_available),
     ]
     return {job.definition.name: job for job in jobs}
 

@@ -3,7 +3,7 @@
 The ledger here is a SQLite file (the integration conftest's ``acta_provider``); the outbox is
 always somewhere else: another SQLite file, or a PostgreSQL schema of its own. A staged row
 must exist exactly when the caller's transaction commits, hold everything an enqueue needs,
-and never appear in the ledger (delivery is the relay's job, not built yet). A request that
+and never appear in the ledger by staging alone (delivery is the relay's job). A request that
 fails validation raises what enqueue raises and writes nothing.
 """
 

@@ -1,0 +1,199 @@
+"""An outbox source: the application database the relay reads staged rows from.
+
+``OutboxSource`` is configuration only. Giving one to ``Acta(outbox=...)`` opens nothing: the
+relay (``sys.outbox``) opens it in worker processes, once per source transaction, and closes
+it again, so no connection outlives the transaction that needed it. A source is reached either
+through ``connect`` (a callable returning a fresh sqlite3 or psycopg connection, for whatever
+pooling or credentials the application already has) or through ``url`` (a SQLite path or
+``sqlite:///path``, or a ``postgresql://`` DSN).
+
+``SourceConnection`` runs the named statements of ``sql/relay_<dialect>.sql`` on one such
+connection, binding instants the way the dialect stores them (SQLite: UTC text with
+milliseconds, as the ledger does) and reading them back as aware datetimes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from acta.duration import parse_duration
+from acta.errors import ConfigurationError, ValidationError
+from acta.names import validate_key
+from acta.outbox.provisioning import QUARANTINE, TABLE, driver_of, table_name
+
+BATCH_MAX = 1000
+INSTANT_COLUMNS = frozenset(
+    {"run_at", "deadline_at", "staged_at", "claimed_until", "quarantined_at", "decided_at"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxSource:
+    """Where the relay finds an outbox, and how it paces itself there.
+
+    ``name`` goes into the deduplication key of every job delivered from this source
+    (``outbox:<name>:<row id>``): keep it stable, and change it if the outbox table is ever
+    dropped and created again (its ids would start over).
+    """
+
+    connect: Callable[[], Any] | None = None
+    """Returns a new sqlite3 or psycopg (sync) connection; the relay closes it after use."""
+    url: str | None = None
+    """A SQLite file (``path`` or ``sqlite:///path``) or a ``postgresql://`` DSN."""
+    schema: str | None = None
+    """The PostgreSQL schema holding ``acta_outbox`` (``public`` by default)."""
+    name: str = "default"
+    batch: int = 100
+    """Rows claimed per source transaction (1 to 1000)."""
+    poll: str | float | timedelta = "1s"
+    """How long after a relay run the next one comes due."""
+    hold: str | float | timedelta = "30s"
+    """How long a claim holds its rows; a relay that dies leaves them claimable after it."""
+    poll_every: timedelta = field(init=False)
+    hold_for: timedelta = field(init=False)
+
+    def __post_init__(self) -> None:
+        if (self.connect is None) == (self.url is None):
+            raise ConfigurationError(
+                "an OutboxSource needs exactly one of connect= (a callable returning a sqlite3 "
+                "or psycopg connection) or url= (a SQLite path or a postgresql:// DSN)"
+            )
+        if self.connect is not None and not callable(self.connect):
+            raise ValidationError("connect", f"got {type(self.connect).__name__}", "a callable")
+        validate_key(self.name, field="name", max_length=100)
+        if isinstance(self.batch, bool) or not isinstance(self.batch, int):
+            raise ValidationError("batch", f"got {self.batch!r}", f"an int from 1 to {BATCH_MAX}")
+        if not 1 <= self.batch <= BATCH_MAX:
+            raise ValidationError("batch", f"got {self.batch}", f"an int from 1 to {BATCH_MAX}")
+        poll = parse_duration(self.poll, field="poll")
+        hold = parse_duration(self.hold, field="hold")
+        if hold < timedelta(seconds=1):
+            raise ValidationError("hold", f"got {hold}", "at least one second")
+        object.__setattr__(self, "poll_every", poll)
+        object.__setattr__(self, "hold_for", hold)
+        if self.url is not None and _dialect_of_url(self.url) == "sqlite" and self.schema:
+            table_name("sqlite", self.schema)  # raises: SQLite has no schemas
+
+    def open(self) -> SourceConnection:
+        """A new connection to the source (in autocommit: transactions are explicit)."""
+        if self.connect is not None:
+            conn = self.connect()
+            dialect = driver_of(conn).dialect
+            if driver_of(conn).is_async:
+                raise ConfigurationError("OutboxSource.connect must return a sync connection")
+        elif _dialect_of_url(self.url or "") == "postgres":
+            import psycopg
+
+            conn, dialect = psycopg.connect(self.url or "", autocommit=True), "postgres"
+        else:
+            path = (self.url or "").removeprefix("sqlite:///").removeprefix("sqlite://")
+            if path != ":memory:" and not Path(path).is_file():
+                # Connecting would create an empty file, and the relay would fail on it later.
+                raise ConfigurationError(
+                    f"no outbox source database at {path!r}: the file does not exist "
+                    "(create the outbox there with `acta outbox schema --dialect sqlite`)"
+                )
+            conn, dialect = sqlite3.connect(path, timeout=30), "sqlite"
+        if dialect == "sqlite":
+            conn.isolation_level = None  # BEGIN IMMEDIATE is ours to issue
+        else:
+            conn.autocommit = True
+        return SourceConnection(conn, dialect, self.schema if dialect == "postgres" else None)
+
+
+def _dialect_of_url(url: str) -> str:
+    return "postgres" if re.match(r"postgres(ql)?://", url) else "sqlite"
+
+
+class SourceConnection:
+    """One open connection to a source and the relay's statements in its dialect."""
+
+    def __init__(self, conn: Any, dialect: str, schema: str | None) -> None:
+        self.conn = conn
+        self.dialect = dialect
+        table = table_name(dialect, schema)
+        self.table = table
+        self.quarantine = table.removesuffix(TABLE) + QUARANTINE
+        self.statements = _statements(dialect)
+
+    def _sql(self, name: str) -> str:
+        try:
+            sql = self.statements[name]
+        except KeyError:
+            raise AssertionError(f"no outbox statement named {name!r}") from None
+        return sql.replace("{table}", self.table).replace("{quarantine}", self.quarantine)
+
+    def _bind(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        if self.dialect != "sqlite":
+            return dict(params)  # psycopg binds lists as arrays, datetimes as timestamptz
+        return {key: _sqlite_value(value) for key, value in params.items()}
+
+    def rows(self, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        cursor = self.conn.execute(self._sql(name), self._bind(params or {}))
+        columns = [c[0] for c in cursor.description or ()]
+        return [self._read(dict(zip(columns, row, strict=True))) for row in cursor.fetchall()]
+
+    def execute(self, name: str, params: Mapping[str, Any] | None = None) -> int:
+        cursor = self.conn.execute(self._sql(name), self._bind(params or {}))
+        return int(cursor.rowcount)
+
+    def _read(self, row: dict[str, Any]) -> dict[str, Any]:
+        for key in INSTANT_COLUMNS & row.keys():
+            value = row[key]
+            if isinstance(value, str):
+                row[key] = datetime.fromisoformat(value).replace(tzinfo=UTC)
+        if "input" in row and isinstance(row["input"], memoryview):
+            row["input"] = bytes(row["input"])
+        return row
+
+    @contextmanager
+    def transaction(self) -> Iterator[SourceConnection]:
+        """One source transaction; on SQLite it takes the write lock at once (IMMEDIATE), on
+        PostgreSQL the relay's claims are serialised by the ``lock`` statement instead."""
+        self.conn.execute("BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN")
+        try:
+            yield self
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _sqlite_value(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return sqlite_instant(value)
+    if isinstance(value, list):
+        return json.dumps(value)  # read back with json_each: one statement for a whole batch
+    return value
+
+
+def sqlite_instant(value: datetime) -> str:
+    """UTC text with milliseconds: the outbox's (and the ledger's) spelling on SQLite."""
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "milliseconds")
+
+
+@cache
+def _statements(dialect: str) -> dict[str, str]:
+    """The named statements of ``sql/relay_<dialect>.sql`` (``-- name: x`` heads each)."""
+    text = resources.files(__package__).joinpath("sql", f"relay_{dialect}.sql").read_text("utf-8")
+    found: dict[str, str] = {}
+    for block in re.split(r"^-- name: ", text, flags=re.MULTILINE)[1:]:
+        name, _, body = block.partition("\n")
+        sql = body.strip().removesuffix(";")
+        if dialect == "postgres":
+            sql = re.sub(r"(?<![:\w]):([a-z_]+)", r"%(\1)s", sql)
+        found[name.strip()] = sql
+    return found
