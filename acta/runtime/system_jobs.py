@@ -28,6 +28,7 @@ from acta.ledger.transition import recover
 from acta.model.codes import AuditLevel
 from acta.policy.job import JobPolicy
 from acta.runtime.environment import RunEnv
+from acta.runtime.retention import RETENTION_JOB, retention_every, run_retention
 
 log = logging.getLogger("acta.recovery")
 
@@ -83,6 +84,7 @@ def system_definition(name: str) -> JobDefinition[Any, Any]:
 def _system_jobs() -> dict[str, SystemJob]:
     jobs = [
         SystemJob(system_definition(RECOVERY_JOB), run_recovery, lambda env: env.heartbeat),
+        SystemJob(system_definition(RETENTION_JOB), run_retention, retention_every),
     ]
     return {job.definition.name: job for job in jobs}
 

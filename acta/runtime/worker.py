@@ -99,6 +99,7 @@ class Worker:
             retry_settles=self.settings.retry_settles,
             namespace=self.namespace,
             ring=deployment.bell.ring_all,
+            settings=self.settings,
         )
         self.claimer = Claimer(
             ledger, deployment.registry, self.identity, self.lease, self.env.skipped

@@ -133,6 +133,8 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
         ("acta.policy.schedule", "policy"),
         ("acta.policy.cron", "policy"),
         ("acta.runtime.worker", "runtime"),
+        ("acta.runtime.retention", "runtime"),
+        ("acta.ledger.retention", "ledger"),
         ("acta.outbox.staging", "producer and reader"),
         ("acta", "application"),
     ],
