@@ -283,7 +283,7 @@ def test_purges_run_in_batches_with_one_event_each_and_the_slot_re_arms(
     refs = [thumbnail.enqueue(n) for n in range(5)]
     keep.enqueue(0)
     assert host.run_until_idle() == 6
-    host.advance("10m")  # the slot ran when the host started, and is due every 10 minutes
+    host.advance("10m")  # the slot first comes due 10 minutes after the worker registered
     host.tick()
     assert not any(exists(ledger, r) for r in refs)
     assert purge_messages(acta_app) == [

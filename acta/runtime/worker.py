@@ -37,7 +37,7 @@ from acta.runtime.run import Run, RunEnd, Stop
 from acta.runtime.scheduler import Scheduler, failure, until
 from acta.runtime.settings import WorkerSettings
 from acta.runtime.slots import Slots
-from acta.runtime.system_jobs import RECOVERY_JOB, SYSTEM_JOBS
+from acta.runtime.system_jobs import SYSTEM_JOBS
 
 log = logging.getLogger("acta.worker")
 _MS = timedelta(milliseconds=1)
@@ -223,8 +223,7 @@ class Worker:
         slots = []
         for name, job in SYSTEM_JOBS.items():
             if job.available(self.env):
-                # Recovery first waits one heartbeat; the other system jobs are due at once.
-                first = self.heartbeat if name == RECOVERY_JOB else timedelta(0)
+                first = job.first(self.env)  # recovery waits a heartbeat, retention its cadence
                 slots.append((job.definition, name, first))
         return slots
 
