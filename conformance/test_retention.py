@@ -18,6 +18,7 @@ import pytest
 
 from acta import Acta, EventCode, JobRef, JobStatus, SyncJobContext
 from acta.errors import JobNotFoundError, JobPurgedError
+from acta.ledger.retention import Fence, purge_events, purge_jobs
 from acta_testing import Host
 
 if TYPE_CHECKING:
@@ -378,3 +379,37 @@ def test_the_declared_retention_is_stored_on_the_definition(
     assert stored["forever"] is None
     assert stored["default"] == 7 * day
     assert stored["producer-only"] == 90 * 60_000
+
+
+def test_a_purge_by_a_run_that_no_longer_holds_the_slot_writes_nothing(
+    acta_app: Acta, make_host: MakeHost, ledger: Ledger
+) -> None:
+    @acta_app.job("ping", retention="1m")
+    def ping(n: int) -> None:
+        return None
+
+    @acta_app.job("keep", retention=None)
+    def keep(n: int) -> None:
+        return None
+
+    host = make_host()
+    ref = ping.enqueue(1)
+    keep.enqueue(0)
+    assert host.run_until_idle() == 2
+    host.advance("1h")
+    slot = acta_app.get(slot_ref(acta_app))
+    assert slot.status is JobStatus.READY  # nobody holds it: any fence naming it is stale
+    worker = host.worker
+    fence = Fence(worker.namespace_id, str(slot.job_ref), worker.identity.worker_id, 1)
+    ledger_of_app = host.worker.ledger
+    now = host.clock.now()
+    done = ledger_of_app.run(lambda: purge_jobs(fence, now, 10))
+    assert not done.held and done.total == 0
+    events = ledger_of_app.run(lambda: purge_events(fence, now, 1, 10))
+    assert not events.held and events.events == 0
+    assert exists(ledger, ref)
+    assert acta_app.events(ref)  # not one event deleted
+    assert purge_messages(acta_app) == []
+
+    host.tick()  # the slot's own run, which holds it, purges
+    assert not exists(ledger, ref)
