@@ -45,10 +45,8 @@ async def run_retention(env: RunEnv, ctx: JobContext) -> None:
         worker_id=env.identity.worker_id,
         execution=ctx.execution,
     )
-    batch, event_ms = (
-        settings.retention_batch,
-        settings.event_retention // timedelta(milliseconds=1),
-    )
+    batch = settings.retention_batch
+    event_ms = settings.event_retention // timedelta(milliseconds=1)
     jobs = events = 0
     for _ in range(MAX_BATCHES_PER_RUN):
         done = await ledger.run_async(
