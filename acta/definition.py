@@ -145,7 +145,7 @@ class JobDefinition(Generic[I, R]):
         return self._spec
 
     def _build_spec(self) -> DefinitionSpec:
-        timeout = self.policy.timeout
+        timeout, retention = self.policy.timeout, self.policy.retention
         return DefinitionSpec(
             name=self.name,
             max_attempts=self.policy.max_attempts,
@@ -155,6 +155,7 @@ class JobDefinition(Generic[I, R]):
             audit_level=self.policy.audit,
             concurrency_limit=self.policy.concurrency_limit,
             meter=self.gates().meter,
+            retention_ms=None if retention is None else retention // timedelta(milliseconds=1),
         )
 
     def gates(self, concurrency_key: str | None = None) -> JobGates:

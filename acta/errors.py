@@ -6,6 +6,8 @@ site, before anything is written. This module must not import the rest of acta.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 
 class ActaError(Exception):
     """Base class of every error acta raises on purpose."""
@@ -62,6 +64,27 @@ class UnknownJobError(ActaError, LookupError):
 
 class JobNotFoundError(ActaError, LookupError):
     """No job with that reference exists in this namespace."""
+
+
+class JobPurgedError(JobNotFoundError):
+    """The job existed but retention purged its rows (a ``JobNotFoundError`` too, so code that
+    treats a missing job as missing keeps working). What the ledger still knows is attached:
+    its ``name``, final ``status`` (a label such as ``"succeeded"``), and the instants it
+    ``finished_at`` and was ``purged_at``; its timeline stays readable with ``events(ref)``
+    until the event retention."""
+
+    def __init__(
+        self, ref: str, name: str, status: str, finished_at: datetime, purged_at: datetime
+    ) -> None:
+        super().__init__(
+            f"job {ref} ({name}, {status}) was purged at {purged_at.isoformat()} by retention; "
+            "its events remain readable with events(ref)"
+        )
+        self.ref = ref
+        self.name = name
+        self.status = status
+        self.finished_at = finished_at
+        self.purged_at = purged_at
 
 
 class ConfigurationError(ActaError):

@@ -10,17 +10,19 @@ every provider.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from acta.codec import codecs
-from acta.errors import JobNotFoundError, ValidationError
+from acta.errors import JobNotFoundError, JobPurgedError, ValidationError
 from acta.ids import JobRef
 from acta.ledger import read
 from acta.ledger.control import cancel
 from acta.ledger.facade import Ledger
+from acta.ledger.retention import PurgedJob, purged
 from acta.model.codes import JobStatus
 from acta.model.rows import EventInfo, JobInfo, WorkerInfo
 from acta.names import validate_job_name
+from acta.provider.verb import Verb
 from acta.registry import Registry
 from acta.shape import from_data
 from acta.signals import Signals
@@ -40,13 +42,30 @@ class Reader(Signals):
     # -- jobs -----------------------------------------------------------------------------
 
     def get(self, ref: JobRef | str) -> JobInfo:
-        """The job with this ref; raises JobNotFoundError."""
+        """The job with this ref; raises JobPurgedError for a job retention purged,
+        JobNotFoundError for a ref the ledger never had (or forgot, past event retention)."""
         key, ns = str(JobRef.coerce(ref)), self.namespace
-        return _found(self._run(lambda: read.job(key, ns)), key, ns)
+        info = self._run(lambda: read.job(key, ns))
+        if info is None:
+            _not_found(self._run(lambda: purged(key, ns)), key, ns)
+        return info
 
     async def get_async(self, ref: JobRef | str) -> JobInfo:
         key, ns = str(JobRef.coerce(ref)), self.namespace
-        return _found(await self._run_async(lambda: read.job(key, ns)), key, ns)
+        info = await self._run_async(lambda: read.job(key, ns))
+        if info is None:
+            _not_found(await self._run_async(lambda: purged(key, ns)), key, ns)
+        return info
+
+    def purged(self, ref: JobRef | str) -> PurgedJob | None:
+        """What is left of a job retention purged (None if it was not purged)."""
+        key, ns = str(JobRef.coerce(ref)), self.namespace
+        return self._run(lambda: purged(key, ns))
+
+    async def purged_async(self, ref: JobRef | str) -> PurgedJob | None:
+        """Async twin of ``purged``."""
+        key, ns = str(JobRef.coerce(ref)), self.namespace
+        return await self._run_async(lambda: purged(key, ns))
 
     def jobs(
         self,
@@ -111,13 +130,19 @@ class Reader(Signals):
     # -- events and results ---------------------------------------------------------------
 
     def events(self, ref: JobRef | str) -> list[EventInfo]:
-        """The job's timeline, oldest first."""
-        info = self.get(ref)
-        return self._run(lambda: read.events(info.job_id))
+        """The job's timeline, oldest first; a purged job's too (events outlive the job)."""
+        key, ns = str(JobRef.coerce(ref)), self.namespace
+        job_id = self._run(lambda: _timeline_id(key, ns))
+        if job_id is None:
+            raise JobNotFoundError(f"no job {key} in namespace {ns!r}")
+        return self._run(lambda: read.events(job_id))
 
     async def events_async(self, ref: JobRef | str) -> list[EventInfo]:
-        info = await self.get_async(ref)
-        return await self._run_async(lambda: read.events(info.job_id))
+        key, ns = str(JobRef.coerce(ref)), self.namespace
+        job_id = await self._run_async(lambda: _timeline_id(key, ns))
+        if job_id is None:
+            raise JobNotFoundError(f"no job {key} in namespace {ns!r}")
+        return await self._run_async(lambda: read.events(job_id))
 
     def result(self, ref: JobRef | str) -> Any:
         """The handler's decoded return value; None if it returned nothing or has not finished."""
@@ -176,7 +201,22 @@ def parse_status(status: JobStatus | str | None) -> JobStatus | None:
     raise ValidationError("status", f"got {status!r}", f"one of {names}")
 
 
-def _found(info: JobInfo | None, ref: str, namespace: str) -> JobInfo:
-    if info is None:
-        raise JobNotFoundError(f"no job {ref} in namespace {namespace!r}")
-    return info
+def _not_found(tombstone: PurgedJob | None, ref: str, namespace: str) -> NoReturn:
+    if tombstone is not None:
+        raise JobPurgedError(
+            ref,
+            tombstone.name,
+            tombstone.status.label,
+            tombstone.finished_at,
+            tombstone.purged_at,
+        )
+    raise JobNotFoundError(f"no job {ref} in namespace {namespace!r}")
+
+
+def _timeline_id(ref: str, namespace: str) -> Verb[int | None]:
+    """The id whose events are this ref's timeline: the job's, or its tombstone's."""
+    info = yield from read.job(ref, namespace)
+    if info is not None:
+        return info.job_id
+    tombstone = yield from purged(ref, namespace)
+    return None if tombstone is None else tombstone.job_id

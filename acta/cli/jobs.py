@@ -16,7 +16,7 @@ from acta.app import Acta
 from acta.cli import durable, render
 from acta.cli.command import EXIT_OK, HANDLER
 from acta.cli.ledger import add_ledger_options, open_reader, resolve_ledger
-from acta.errors import InputDecodeError
+from acta.errors import InputDecodeError, JobPurgedError
 from acta.ids import JobRef
 from acta.model.codes import JobStatus
 from acta.model.rows import EventInfo, JobInfo
@@ -134,7 +134,10 @@ def show_command(args: argparse.Namespace, host_app: Acta | None) -> int:
     ref = _ref(args.ref)
     ledger = resolve_ledger(args, host_app)
     with open_reader(ledger) as reader:
-        info = reader.get(ref)
+        try:
+            info = reader.get(ref)
+        except JobPurgedError as purged:
+            return _show_purged(purged, reader.events(ref), args.json)
         events = reader.events(ref)
         result_value = _result(reader, ref) if info.status is JobStatus.SUCCEEDED else None
         progress = reader.progress(ref)
@@ -178,12 +181,15 @@ def events_command(args: argparse.Namespace, host_app: Acta | None) -> int:
     ref = _ref(args.ref)
     ledger = resolve_ledger(args, host_app)
     with open_reader(ledger) as reader:
-        info = reader.get(ref)
-        events = reader.events(ref)
+        events = reader.events(ref)  # a purged job's timeline too: events outlive the job
+        try:
+            heading = _heading(reader.get(ref))
+        except JobPurgedError as purged:
+            heading = f"{purged.ref}  {purged.name}  {purged.status}, purged"
     if args.json:
         print(render.dump([render.event_data(event) for event in events]))
         return EXIT_OK
-    print(f"{info.job_ref}  {info.name}  {info.status.label}")
+    print(heading)
     print(render.timeline(events))
     return EXIT_OK
 
@@ -209,6 +215,35 @@ def _fact(value: Any) -> str:
     if isinstance(value, str):
         return render.first_line(value)
     return render.compact(value)
+
+
+def _heading(info: JobInfo) -> str:
+    return f"{info.job_ref}  {info.name}  {info.status.label}"
+
+
+def _show_purged(purged: JobPurgedError, events: list[EventInfo], as_json: bool) -> int:
+    """A job retention purged: what its tombstone keeps, and its timeline (events stay)."""
+    if as_json:
+        data = {
+            "job_ref": purged.ref,
+            "name": purged.name,
+            "status": purged.status,
+            "purged": True,
+            "finished_at": render.iso(purged.finished_at),
+            "purged_at": render.iso(purged.purged_at),
+            "events": [render.event_data(event) for event in events],
+        }
+        print(render.dump(data))
+        return EXIT_OK
+    pairs = [
+        ("name", purged.name),
+        ("status", f"{purged.status}, purged by retention"),
+        ("finished", render.when(purged.finished_at, millis=True)),
+        ("purged", render.when(purged.purged_at, millis=True)),
+    ]
+    print(render.labelled(purged.ref, pairs))
+    print(render.timeline(events) if events else "  (no events left)")
+    return EXIT_OK
 
 
 def _result(reader: Acta, ref: str) -> Any:

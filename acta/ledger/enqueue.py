@@ -34,6 +34,7 @@ def definition_params(
         "audit_level": int(spec.audit_level),
         "concurrency_limit": spec.concurrency_limit,
         "meter": spec.meter,
+        "retention_ms": spec.retention_ms,
     }
 
 

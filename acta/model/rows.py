@@ -33,6 +33,8 @@ class DefinitionSpec:
     concurrency_limit: int | None = None
     meter: str | None = None
     """The rate meter the definition's starts feed (None: no rate limit)."""
+    retention_ms: int | None = 7 * 86_400_000
+    """How long its finished jobs are kept, in ms (None: forever); see acta.runtime.retention."""
 
 
 @dataclass(frozen=True, slots=True)

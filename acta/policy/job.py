@@ -24,6 +24,10 @@ MAX_ATTEMPTS_LIMIT = 1000
 PRIORITY_RANGE = range(-100, 101)
 KEY_MAX = 200
 """The longest lane, concurrency key or rate key, in characters."""
+DEFAULT_RETENTION = timedelta(days=7)
+"""How long a finished job's rows stay before ``sys.retention`` purges them (see
+docs/guide/retention.md for why a week)."""
+RETENTION_RANGE = (timedelta(minutes=1), timedelta(days=365))
 _AUDIT_NAMES = {level.label: level for level in AuditLevel}
 
 
@@ -45,6 +49,8 @@ class JobPolicy:
     """The meter shared by definitions declaring the same rate; the definition's own if None."""
     schedules: tuple[tuple[str, Schedule], ...] = ()
     """The recurring schedules that fire the definition, by name (empty: enqueued only)."""
+    retention: timedelta | None = DEFAULT_RETENTION
+    """How long after it finishes a job's rows are kept; None keeps them forever."""
 
     @property
     def gated(self) -> bool:
@@ -66,6 +72,7 @@ class JobPolicy:
         rate_key: str | None = None,
         schedule: str | timedelta | Schedule | None = None,
         schedules: Mapping[str, str | timedelta | Schedule] | None = None,
+        retention: str | float | timedelta | None = DEFAULT_RETENTION,
     ) -> JobPolicy:
         """Validate user-facing policy arguments into a JobPolicy."""
         if rate_key is not None and rate_limit is None:
@@ -93,6 +100,7 @@ class JobPolicy:
             rate_limit=None if rate_limit is None else Rate.parse(rate_limit),
             rate_key=None if rate_key is None else _key(rate_key, "rate_key"),
             schedules=parse_schedules(schedule, schedules),
+            retention=None if retention is None else validate_retention(retention),
         )
 
 
@@ -107,6 +115,21 @@ def validate_priority(priority: object, field: str = "priority") -> int:
             field, f"got {priority!r}", "an int from -100 to 100, higher first"
         )
     return priority
+
+
+def validate_retention(value: object) -> timedelta:
+    """A retention is a duration from one minute to 365 days (None, elsewhere: forever)."""
+    rule = "a duration from 1m to 365d, e.g. '14d', or None to keep finished jobs forever"
+    if isinstance(value, bool) or not isinstance(value, (str, int, float, timedelta)):
+        raise InvalidPolicyError("retention", f"got {value!r:.80}", rule)
+    try:
+        parsed = parse_duration(value, field="retention")
+    except ValidationError as exc:
+        raise InvalidPolicyError("retention", exc.problem, rule) from None
+    low, high = RETENTION_RANGE
+    if not low <= parsed <= high:
+        raise InvalidPolicyError("retention", f"got {value!r:.80}", rule)
+    return parsed
 
 
 def _timeout(value: str | float | timedelta) -> timedelta:

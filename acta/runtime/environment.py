@@ -28,6 +28,7 @@ from acta.policy.gate import JobGates, bounce_delay
 from acta.registry import Registry
 from acta.runtime.committer import Committer
 from acta.runtime.identity import Identity
+from acta.runtime.settings import WorkerSettings
 from acta.runtime.slots import Slots
 
 log = logging.getLogger("acta.worker")
@@ -56,6 +57,7 @@ class RunEnv:
         namespace: str = "default",
         ring: Callable[[], None] | None = None,
         outbox: OutboxSource | None = None,
+        settings: WorkerSettings | None = None,
     ) -> None:
         self.ledger = ledger
         self.registry = registry
@@ -72,6 +74,8 @@ class RunEnv:
         self.outbox = outbox
         """The outbox source this worker relays from, if any (only it runs sys.outbox)."""
         """Wakes this process's idle workers (after a handler spawned children)."""
+        self.settings = settings or WorkerSettings.build(heartbeat=heartbeat)
+        """The worker's settings, for the system jobs' knobs (retention's cadence, say)."""
         self.killed = False
         """The process is gone (or behaves as if): no write of any kind from now on."""
         self.giving_up = asyncio.Event()

@@ -2,6 +2,10 @@
 
 ``heartbeat`` is the one liveness knob: the lease is four heartbeats and a worker silent for
 seven is dead, by construction, so peers that agree on it agree on everything.
+
+Retention (``sys.retention``) runs every ``retention_every``, purging ``retention_batch`` rows
+per transaction, and deletes events older than ``event_retention``; peers should agree on the
+event retention, since whichever of them claims the slot applies its own.
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ class WorkerSettings:
     shutdown_grace: timedelta
     host: str
     retry_settles: bool
+    retention_every: timedelta = timedelta(hours=1)
+    event_retention: timedelta = timedelta(days=365)
+    retention_batch: int = 500
 
     @classmethod
     def build(
@@ -46,6 +53,9 @@ class WorkerSettings:
         shutdown_grace: str | float | timedelta = 30,
         host: str | None = None,
         retry_settles: bool = True,
+        retention_every: str | float | timedelta = "1h",
+        event_retention: str | float | timedelta = "365d",
+        retention_batch: int = 500,
     ) -> WorkerSettings:
         if (
             isinstance(executors, bool)
@@ -55,6 +65,14 @@ class WorkerSettings:
             raise ValidationError("executors", f"got {executors!r}", "an int from 1 to 1000")
         if profile not in PROFILES:
             raise ValidationError("profile", f"got {profile!r}", "'buffered' or 'direct'")
+        if (
+            isinstance(retention_batch, bool)
+            or not isinstance(retention_batch, int)
+            or not 1 <= retention_batch <= 10_000
+        ):
+            raise ValidationError(
+                "retention_batch", f"got {retention_batch!r}", "an int from 1 to 10000"
+            )
         return cls(
             executors=executors,
             profile=profile,
@@ -64,6 +82,9 @@ class WorkerSettings:
             shutdown_grace=parse_duration(shutdown_grace, field="shutdown_grace", allow_zero=True),
             host=_host_name(host) if host is not None else socket.gethostname()[:100],
             retry_settles=bool(retry_settles),
+            retention_every=_positive(retention_every, "retention_every", 1, 7 * 86400),
+            event_retention=_positive(event_retention, "event_retention", 86400, 365 * 86400),
+            retention_batch=retention_batch,
         )
 
     @property

@@ -29,6 +29,7 @@ from acta.model.codes import AuditLevel
 from acta.policy.job import JobPolicy
 from acta.runtime.environment import RunEnv
 from acta.runtime.relay import relay_available, relay_every, run_relay
+from acta.runtime.retention import RETENTION_JOB, retention_every, run_retention
 
 log = logging.getLogger("acta.recovery")
 
@@ -51,6 +52,8 @@ class SystemJob:
     """How long after a run its slot comes due again."""
     available: Callable[[RunEnv], bool] = lambda env: True
     """Whether this worker can run it; where not, the worker neither adds its slot nor runs it."""
+    first: Callable[[RunEnv], timedelta] = lambda env: timedelta(0)
+    """How long after the slot is first put in place it comes due (at once by default)."""
 
 
 async def run_recovery(env: RunEnv, ctx: JobContext) -> None:
@@ -86,7 +89,16 @@ def system_definition(name: str) -> JobDefinition[Any, Any]:
 
 def _system_jobs() -> dict[str, SystemJob]:
     jobs = [
-        SystemJob(system_definition(RECOVERY_JOB), run_recovery, lambda env: env.heartbeat),
+        SystemJob(
+            system_definition(RECOVERY_JOB),
+            run_recovery,
+            lambda env: env.heartbeat,
+            first=lambda env: env.heartbeat,
+        ),
+        # Nothing to purge on a new ledger, and a fleet restarting should not start by purging.
+        SystemJob(
+            system_definition(RETENTION_JOB), run_retention, retention_every, first=retention_every
+        ),
         SystemJob(system_definition(OUTBOX_JOB), run_relay, relay_every, relay_available),
     ]
     return {job.definition.name: job for job in jobs}

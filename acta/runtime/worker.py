@@ -38,7 +38,7 @@ from acta.runtime.run import Run, RunEnd, Stop
 from acta.runtime.scheduler import Scheduler, failure, until
 from acta.runtime.settings import WorkerSettings
 from acta.runtime.slots import Slots
-from acta.runtime.system_jobs import RECOVERY_JOB, SYSTEM_JOBS
+from acta.runtime.system_jobs import SYSTEM_JOBS
 
 log = logging.getLogger("acta.worker")
 _MS = timedelta(milliseconds=1)
@@ -101,6 +101,7 @@ class Worker:
             namespace=self.namespace,
             ring=deployment.bell.ring_all,
             outbox=deployment.outbox,
+            settings=self.settings,
         )
         self.claimer = Claimer(
             ledger, deployment.registry, self.identity, self.lease, self.env.skipped
@@ -246,8 +247,7 @@ class Worker:
         slots = []
         for name, job in SYSTEM_JOBS.items():
             if job.available(self.env):
-                # Recovery first waits one heartbeat; the other system jobs are due at once.
-                first = self.heartbeat if name == RECOVERY_JOB else timedelta(0)
+                first = job.first(self.env)  # recovery waits a heartbeat, retention its cadence
                 slots.append((job.definition, name, first))
         for definition in self._scheduled():
             slots.append((definition, slot_key(definition.name), timedelta(0)))

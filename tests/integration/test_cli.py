@@ -127,14 +127,15 @@ def test_schema_apply_then_up_to_date(tmp_path: Path, capsys: pytest.CaptureFixt
     out = capsys.readouterr().out
     assert (
         "applied 0001_ledger\napplied 0002_gates\napplied 0003_durable\napplied 0004_recurring\n"
-        in out
+        "applied 0005_retention\n" in out
     )
-    assert "(4 applied)" in out
+    assert "(5 applied)" in out
     assert _query(path, "SELECT version FROM acta_migrations ORDER BY version") == [
         (1,),
         (2,),
         (3,),
         (4,),
+        (5,),
     ]
 
     assert main(["schema", "apply", "--database", f"sqlite:///{path}"]) == 0
@@ -151,6 +152,7 @@ def test_schema_apply_with_another_schema_name(
         ("gates",),
         ("durable",),
         ("recurring",),
+        ("retention",),
     ]
     assert main(["jobs", "list", "--database", str(path), "--schema", "ops"]) == 0
     assert "no jobs" in capsys.readouterr().out

@@ -139,6 +139,8 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
         ("acta.policy.cron", "policy"),
         ("acta.schedules", "producer and reader"),
         ("acta.runtime.worker", "runtime"),
+        ("acta.runtime.retention", "runtime"),
+        ("acta.ledger.retention", "ledger"),
         ("acta.outbox.staging", "producer and reader"),
         ("acta.ops.operations", "producer and reader"),
         ("acta", "application"),

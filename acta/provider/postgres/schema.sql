@@ -39,12 +39,14 @@ CREATE TABLE {schema}.definitions (
     registered_at timestamp with time zone NOT NULL,
     concurrency_limit integer,
     meter text,
+    retention_ms bigint DEFAULT 604800000,
     CONSTRAINT definitions_concurrency_limit_check CHECK (concurrency_limit IS NULL OR concurrency_limit >= 1),
     CONSTRAINT definitions_id_namespace_id_key UNIQUE (id, namespace_id),
     CONSTRAINT definitions_max_attempts_check CHECK (max_attempts >= 1),
     CONSTRAINT definitions_namespace_id_fkey FOREIGN KEY (namespace_id) REFERENCES {schema}.namespaces(id),
     CONSTRAINT definitions_namespace_id_name_key UNIQUE (namespace_id, name),
     CONSTRAINT definitions_pkey PRIMARY KEY (id),
+    CONSTRAINT definitions_retention_ms_check CHECK (retention_ms IS NULL OR retention_ms >= 60000),
     CONSTRAINT definitions_timeout_ms_check CHECK (timeout_ms IS NULL OR timeout_ms > 0)
 );
 
@@ -197,6 +199,20 @@ CREATE TABLE {schema}.progress (
     updated_at timestamp with time zone NOT NULL,
     CONSTRAINT progress_job_id_fkey FOREIGN KEY (job_id) REFERENCES {schema}.jobs(id) ON DELETE CASCADE,
     CONSTRAINT progress_pkey PRIMARY KEY (job_id)
+);
+
+-- table purged_jobs
+CREATE TABLE {schema}.purged_jobs (
+    job_ref text NOT NULL,
+    job_id bigint NOT NULL,
+    namespace_id bigint NOT NULL,
+    definition_id bigint NOT NULL,
+    status smallint NOT NULL,
+    finished_at timestamp with time zone NOT NULL,
+    purged_at timestamp with time zone NOT NULL,
+    CONSTRAINT purged_jobs_definition_id_namespace_id_fkey FOREIGN KEY (definition_id, namespace_id) REFERENCES {schema}.definitions(id, namespace_id),
+    CONSTRAINT purged_jobs_namespace_id_fkey FOREIGN KEY (namespace_id) REFERENCES {schema}.namespaces(id),
+    CONSTRAINT purged_jobs_pkey PRIMARY KEY (job_ref)
 );
 
 -- table results
@@ -427,6 +443,12 @@ CREATE UNIQUE INDEX namespaces_pkey ON {schema}.namespaces USING btree (id);
 -- index progress_pkey on progress
 CREATE UNIQUE INDEX progress_pkey ON {schema}.progress USING btree (job_id);
 
+-- index purged_jobs_by_age on purged_jobs
+CREATE INDEX purged_jobs_by_age ON {schema}.purged_jobs USING btree (namespace_id, purged_at);
+
+-- index purged_jobs_pkey on purged_jobs
+CREATE UNIQUE INDEX purged_jobs_pkey ON {schema}.purged_jobs USING btree (job_ref);
+
 -- index results_pkey on results
 CREATE UNIQUE INDEX results_pkey ON {schema}.results USING btree (job_id);
 
@@ -435,6 +457,9 @@ CREATE INDEX runtime_by_owner ON {schema}.runtime USING btree (lease_owner) WHER
 
 -- index runtime_claim on runtime
 CREATE INDEX runtime_claim ON {schema}.runtime USING btree (namespace_id, priority DESC, next_run_at, job_id) WHERE (status = ANY (ARRAY[10, 30]));
+
+-- index runtime_finished on runtime
+CREATE INDEX runtime_finished ON {schema}.runtime USING btree (namespace_id, updated_at) WHERE (status >= 100);
 
 -- index runtime_lane_line on runtime
 CREATE INDEX runtime_lane_line ON {schema}.runtime USING btree (lane_id, lane_seq) WHERE (status = 11);

@@ -29,6 +29,9 @@ CREATE UNIQUE INDEX acta_jobs_dedup
 -- index acta_latches_by_parent
 CREATE INDEX acta_latches_by_parent ON acta_latches (parent_id);
 
+-- index acta_purged_jobs_by_age
+CREATE INDEX acta_purged_jobs_by_age ON acta_purged_jobs (namespace_id, purged_at);
+
 -- index acta_runtime_by_owner
 CREATE INDEX acta_runtime_by_owner
     ON acta_runtime (lease_owner) WHERE lease_owner IS NOT NULL;
@@ -37,6 +40,10 @@ CREATE INDEX acta_runtime_by_owner
 CREATE INDEX acta_runtime_claim
     ON acta_runtime (namespace_id, priority DESC, next_run_at, job_id)
     WHERE status IN (10, 30);
+
+-- index acta_runtime_finished
+CREATE INDEX acta_runtime_finished
+    ON acta_runtime (namespace_id, updated_at) WHERE status >= 100;
 
 -- index acta_runtime_lane_line
 CREATE INDEX acta_runtime_lane_line
@@ -87,7 +94,8 @@ CREATE TABLE acta_definitions (
     priority      INTEGER NOT NULL,
     audit_level   INTEGER NOT NULL,
     registered_at TEXT    NOT NULL, concurrency_limit INTEGER
-    CHECK (concurrency_limit IS NULL OR concurrency_limit >= 1), meter TEXT,
+    CHECK (concurrency_limit IS NULL OR concurrency_limit >= 1), meter TEXT, retention_ms INTEGER DEFAULT 604800000
+    CHECK (retention_ms IS NULL OR retention_ms >= 60000),
     UNIQUE (namespace_id, name),
     -- What jobs reference: a job's definition and namespace must belong together.
     UNIQUE (id, namespace_id)
@@ -216,6 +224,20 @@ CREATE TABLE acta_progress (
     message    TEXT,
     updated_at TEXT      NOT NULL
 );
+
+-- table acta_purged_jobs
+CREATE TABLE acta_purged_jobs (
+    job_ref       TEXT    PRIMARY KEY,
+    -- The purged row's id: its events keep it, so the timeline is read by the same index.
+    job_id        INTEGER NOT NULL,
+    namespace_id  INTEGER NOT NULL REFERENCES acta_namespaces (id),
+    definition_id INTEGER NOT NULL,
+    -- The terminal status it had and when it reached it.
+    status        INTEGER NOT NULL,
+    finished_at   TEXT    NOT NULL,
+    purged_at     TEXT    NOT NULL,
+    FOREIGN KEY (definition_id, namespace_id) REFERENCES acta_definitions (id, namespace_id)
+) WITHOUT ROWID;
 
 -- table acta_results
 CREATE TABLE acta_results (

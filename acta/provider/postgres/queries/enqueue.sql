@@ -13,10 +13,10 @@ ON CONFLICT (name) DO NOTHING;
 -- A producer never overwrites policy; only a worker registration does (register_definition).
 INSERT INTO {schema}.definitions
     (namespace_id, name, max_attempts, backoff, timeout_ms, priority, audit_level, registered_at,
-     concurrency_limit, meter)
+     concurrency_limit, meter, retention_ms)
 SELECT n.id, :name::text, :max_attempts::smallint, :backoff::text, :timeout_ms::bigint,
        :priority::smallint, :audit_level::smallint, COALESCE(:now::timestamptz, now()),
-       :concurrency_limit::integer, :meter::text
+       :concurrency_limit::integer, :meter::text, :retention_ms::bigint
 FROM {schema}.namespaces n
 WHERE n.name = :namespace
 ON CONFLICT (namespace_id, name) DO NOTHING;

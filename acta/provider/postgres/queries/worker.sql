@@ -5,10 +5,10 @@
 -- A worker registration states the policy its build declares; the latest build wins.
 INSERT INTO {schema}.definitions
     (namespace_id, name, max_attempts, backoff, timeout_ms, priority, audit_level, registered_at,
-     concurrency_limit, meter)
+     concurrency_limit, meter, retention_ms)
 SELECT n.id, :name::text, :max_attempts::smallint, :backoff::text, :timeout_ms::bigint,
        :priority::smallint, :audit_level::smallint, COALESCE(:now::timestamptz, now()),
-       :concurrency_limit::integer, :meter::text
+       :concurrency_limit::integer, :meter::text, :retention_ms::bigint
 FROM {schema}.namespaces n
 WHERE n.name = :namespace
 ON CONFLICT (namespace_id, name) DO UPDATE SET
@@ -19,7 +19,8 @@ ON CONFLICT (namespace_id, name) DO UPDATE SET
     audit_level   = excluded.audit_level,
     registered_at = excluded.registered_at,
     concurrency_limit = excluded.concurrency_limit,
-    meter         = excluded.meter;
+    meter         = excluded.meter,
+    retention_ms  = excluded.retention_ms;
 
 -- name: insert_worker
 -- No row back: this incarnation is already registered (an earlier try committed but its reply

@@ -12,9 +12,9 @@ ON CONFLICT (name) DO NOTHING;
 WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
 INSERT INTO {schema}.definitions
     (namespace_id, name, max_attempts, backoff, timeout_ms, priority, audit_level, registered_at,
-     concurrency_limit, meter)
+     concurrency_limit, meter, retention_ms)
 SELECT n.id, :name, :max_attempts, :backoff, :timeout_ms, :priority, :audit_level, t.now,
-       :concurrency_limit, :meter
+       :concurrency_limit, :meter, :retention_ms
 FROM {schema}.namespaces n, t
 WHERE n.name = :namespace
 ON CONFLICT (namespace_id, name) DO NOTHING;

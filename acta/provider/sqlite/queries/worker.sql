@@ -6,9 +6,9 @@
 WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
 INSERT INTO {schema}.definitions
     (namespace_id, name, max_attempts, backoff, timeout_ms, priority, audit_level, registered_at,
-     concurrency_limit, meter)
+     concurrency_limit, meter, retention_ms)
 SELECT n.id, :name, :max_attempts, :backoff, :timeout_ms, :priority, :audit_level, t.now,
-       :concurrency_limit, :meter
+       :concurrency_limit, :meter, :retention_ms
 FROM {schema}.namespaces n, t
 WHERE n.name = :namespace
 ON CONFLICT (namespace_id, name) DO UPDATE SET
@@ -19,7 +19,8 @@ ON CONFLICT (namespace_id, name) DO UPDATE SET
     audit_level   = excluded.audit_level,
     registered_at = excluded.registered_at,
     concurrency_limit = excluded.concurrency_limit,
-    meter         = excluded.meter;
+    meter         = excluded.meter,
+    retention_ms  = excluded.retention_ms;
 
 -- name: insert_worker
 -- No row back: this incarnation is already registered (an earlier try committed but its reply
