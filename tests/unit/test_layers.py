@@ -41,6 +41,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("policy", ("acta.policy", "acta.policy.")),
     ("definitions", ("acta.definition", "acta.registry")),
     ("provider", ("acta.provider", "acta.provider.")),
+    # Telemetry records for the ledger's users and reads the backlog with a provider verb; the
+    # ledger only names its type.
+    ("telemetry", ("acta.telemetry", "acta.telemetry.")),
     ("ledger", ("acta.ledger", "acta.ledger.")),
     (
         "producer and reader",
@@ -134,6 +137,7 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
         ("acta.policy.cron", "policy"),
         ("acta.runtime.worker", "runtime"),
         ("acta.outbox.staging", "producer and reader"),
+        ("acta.telemetry.observer", "telemetry"),
         ("acta", "application"),
     ],
 )
