@@ -21,6 +21,7 @@ from opentelemetry.trace import Status, StatusCode, TracerProvider
 from acta.clock import Clock
 from acta.model.codes import JobStatus
 from acta.model.rows import Claimed
+from acta.names import SYSTEM_PREFIX
 from acta.telemetry.metrics import (
     NAMESPACE,
     OUTCOME,
@@ -112,7 +113,9 @@ class Telemetry:
             span.end()
 
     def settled(self, namespace: str, name: str, status: JobStatus) -> None:
-        """A worker's settle committed, writing ``status``."""
+        """A worker's settle committed, writing ``status`` (acta's own jobs are left out)."""
+        if name.startswith(SYSTEM_PREFIX):
+            return
         self.instruments.settles.add(1, {**job_attributes(namespace, name), STATUS: status.label})
         current = trace.get_current_span()
         if current.is_recording():
