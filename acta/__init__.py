@@ -24,6 +24,7 @@ from acta.errors import (
     LeaseLostError,
     PayloadError,
     PayloadTooLargeError,
+    ScheduleNotFoundError,
     SchemaError,
     StepConflictError,
     StepInterruptedError,
@@ -40,12 +41,15 @@ from acta.outcome import (
     ChildOutcome,
     Directive,
     Fail,
+    Firing,
     Pause,
     Reschedule,
     SignalOutcome,
     SignalResult,
 )
 from acta.policy.job import JobPolicy
+from acta.policy.schedule import Schedule
+from acta.schedules import ScheduleInfo
 from acta.signals import Progress
 from acta.sync_context import SyncJobContext
 
@@ -67,6 +71,7 @@ __all__ = [
     "EventCode",
     "EventInfo",
     "Fail",
+    "Firing",
     "InputDecodeError",
     "InvalidJobRefError",
     "InvalidNameError",
@@ -91,6 +96,9 @@ __all__ = [
     "Progress",
     "Reason",
     "Reschedule",
+    "Schedule",
+    "ScheduleInfo",
+    "ScheduleNotFoundError",
     "SchemaError",
     "SignalOutcome",
     "SignalResult",

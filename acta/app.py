@@ -33,6 +33,7 @@ from acta.reader import Reader
 from acta.registry import JobLike, Registry
 from acta.runtime.deployment import Deployment
 from acta.runtime.worker import Worker
+from acta.schedules import Schedules
 from acta.telemetry import resolve as resolve_telemetry
 from acta.telemetry.backlog import backlog
 from acta.waiting import wait_blocking, wait_for, wait_limit
@@ -101,6 +102,12 @@ class Acta(Reader):
         """The backlog gauge's read of this namespace, on the ledger in use right now."""
         ledger, namespace = self._ledger, self.namespace
         return ledger.run(lambda: backlog(namespace, ledger.now()), name="backlog")
+
+    @property
+    def schedules(self) -> Schedules:
+        """The recurring schedules of this namespace: list, preview, pause, resume, trigger,
+        override (see docs/guide/schedules.md)."""
+        return Schedules(self._current_ledger, self.namespace)
 
     @property
     def provider(self) -> Provider:

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from acta.backoff import Backoff
 from acta.errors import ValidationError
 from acta.ids import JobRef
-from acta.outcome import ChildOutcome, SignalResult
+from acta.outcome import ChildOutcome, Firing, SignalResult
 
 
 class JobCancelledError(Exception):
@@ -137,6 +137,7 @@ class JobContext:
         "deadline",
         "deadline_policy",
         "execution",
+        "firing",
         "job",
         "logger",
         "max_attempts",
@@ -163,6 +164,7 @@ class JobContext:
         deadline_policy: str | None = None,
         ops: DurableOps | None = None,
         now: Callable[[], datetime] | None = None,
+        firing: Firing | None = None,
     ) -> None:
         self.job = job
         self.name = name
@@ -184,6 +186,8 @@ class JobContext:
         """``"strict"`` (the job is failed when the deadline passes) or ``"advisory"``."""
         self._ops = ops
         self._now = now
+        self.firing = firing
+        """For a run a schedule fired: the scheduled instant and which schedules fired."""
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} {self.job} execution {self.execution}>"

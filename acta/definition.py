@@ -90,6 +90,11 @@ class JobDefinition(Generic[I, R]):
         check_supported(self.input_type, "input")
         if self.result_type is not None:
             check_supported(self.result_type, "result")
+        if policy.schedules and self.takes_input and handler is not None:
+            raise ConfigurationError(
+                f"job {self.name!r} has a schedule, so its handler must take no input: a "
+                "firing has nothing to pass but the instant, which it reads from ctx.firing"
+            )
         self.input_codec: Codec = codec_for(self.input_type)
         self.result_codec: Codec = codec_for(self.result_type)
 

@@ -129,3 +129,7 @@ class JobFailedError(ActaError):
 
 class WaitTimeoutError(ActaError, TimeoutError):
     """A wait for a job's outcome ran out of time; the job itself goes on."""
+
+
+class ScheduleNotFoundError(ActaError, LookupError):
+    """No schedule by that job name (and schedule name) in this namespace."""

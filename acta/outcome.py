@@ -128,3 +128,23 @@ class SignalOutcome(StrEnum):
     """The job is terminal: nothing was stored."""
     NO_SUCH_JOB = "no-such-job"
     """No job has this ref in the namespace: nothing was stored."""
+
+
+@dataclass(frozen=True, slots=True)
+class Firing:
+    """What a run of a scheduled job was fired for (``ctx.firing``; None for an enqueued run).
+
+    ``at`` is the scheduled instant the handler works for (UTC): the on-time tick, the latest
+    due one when a late ``skip`` schedule dropped older ones, the oldest due one for
+    ``catch_up``, or the instant an operator triggered it. ``schedules`` names the schedules
+    that fired together (coalesced into this one run), ``missed`` counts the due instants this
+    run covers without a run of its own, and ``through`` is the latest instant it covers (equal
+    to ``at`` unless a ``catch_up`` schedule is catching up). ``triggered`` marks a run an
+    operator asked for. A retried or restarted firing is the same firing: same values.
+    """
+
+    at: datetime
+    schedules: tuple[str, ...]
+    missed: int = 0
+    through: datetime | None = None
+    triggered: bool = False

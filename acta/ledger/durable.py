@@ -17,21 +17,10 @@ from typing import Any
 from acta.ledger.control import cancel
 from acta.ledger.enqueue import enqueue
 from acta.ledger.events import event_params
+from acta.ledger.fence import RunLease, guard_run
 from acta.model.codes import EventCode, Reason, StepState, WaitKind
 from acta.model.rows import DefinitionSpec, Enqueued, NewJob
 from acta.provider.verb import Verb, execute, execute_many, fetch_all, fetch_one
-
-
-@dataclass(frozen=True, slots=True)
-class RunLease:
-    """The lease a handler's durable writes are fenced by."""
-
-    job_id: int
-    job_ref: str
-    namespace_id: int
-    epoch: int
-    worker_id: int
-    execution: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,31 +60,6 @@ class StoredChild:
 
 def _stored(codec: int | None, body: Any) -> tuple[int, bytes] | None:
     return None if codec is None or body is None else (codec, bytes(body))
-
-
-def _guard(lease: RunLease, now: datetime | None, what: str) -> Verb[bool]:
-    """The fence. Refused: record the attempt and answer False (nothing else is written)."""
-    row = yield fetch_one(
-        "lease_guard",
-        {"job_id": lease.job_id, "epoch": lease.epoch, "worker_id": lease.worker_id},
-    )
-    if row is not None:
-        return True
-    yield execute(
-        "insert_event",
-        event_params(
-            now,
-            lease.namespace_id,
-            lease.job_id,
-            lease.job_ref,
-            EventCode.WRITE_FENCED,
-            worker_id=lease.worker_id,
-            epoch=lease.epoch,
-            execution=lease.execution,
-            message=f"refused {what} at epoch {lease.epoch}",
-        ),
-    )
-    return False
 
 
 def _event(
@@ -147,7 +111,7 @@ def write_step(
     now: datetime | None,
 ) -> Verb[bool]:
     """Record a step's intent, result or interruption (with its event, if audited)."""
-    if not (yield from _guard(lease, now, f"write of step {name!r}")):
+    if not (yield from guard_run(lease, now, f"write of step {name!r}")):
         return False
     yield execute(
         "step_write",
@@ -171,7 +135,7 @@ def write_step(
 def write_variable(
     lease: RunLease, name: str, value: tuple[int, bytes], now: datetime | None
 ) -> Verb[bool]:
-    if not (yield from _guard(lease, now, f"write of variable {name!r}")):
+    if not (yield from guard_run(lease, now, f"write of variable {name!r}")):
         return False
     yield execute(
         "variable_write",
@@ -183,7 +147,7 @@ def write_variable(
 def write_progress(
     lease: RunLease, done: float, total: float | None, message: str | None, now: datetime | None
 ) -> Verb[bool]:
-    if not (yield from _guard(lease, now, "progress write")):
+    if not (yield from guard_run(lease, now, "progress write")):
         return False
     yield execute(
         "progress_write",
@@ -204,7 +168,7 @@ def arm_wait(
 ) -> Verb[WaitState | None]:
     """Arm a wait once (an armed one keeps its instant) and answer it; None when fenced.
     ``reopen`` opens a released wait again (a children wait used a second time)."""
-    if not (yield from _guard(lease, now, f"wait {name!r}")):
+    if not (yield from guard_run(lease, now, f"wait {name!r}")):
         return None
     params = {"job_id": lease.job_id, "kind": kind, "name": name}
     yield execute(
@@ -229,7 +193,7 @@ def note(
     lease: RunLease, code: EventCode, message: str, detail: str | None, now: datetime | None
 ) -> Verb[bool]:
     """A handler's note (or the event of its alert): written whatever the audit level."""
-    if not (yield from _guard(lease, now, "note")):
+    if not (yield from guard_run(lease, now, "note")):
         return False
     yield execute("insert_event", _event(lease, now, code, message, detail=detail))
     return True
@@ -238,7 +202,7 @@ def note(
 def open_alert(
     lease: RunLease, severity: int, title: str, detail: str | None, now: datetime | None
 ) -> Verb[int | None]:
-    if not (yield from _guard(lease, now, "alert")):
+    if not (yield from guard_run(lease, now, "alert")):
         return None
     row = yield fetch_one(
         "alert_insert",
@@ -270,7 +234,7 @@ def spawn(
 ) -> Verb[list[Enqueued] | None]:
     """Enqueue children under the parent's lease, each with a latch on the parent. A child
     its parent already spawned (same name: a re-entry) is found, not written again."""
-    if not (yield from _guard(lease, now, "spawn of children")):
+    if not (yield from guard_run(lease, now, "spawn of children")):
         return None
     names = [c.child_name for c in children]
     rows = yield fetch_all(
@@ -304,7 +268,7 @@ def give_up_on(
 ) -> Verb[bool]:
     """A parent's bounded wait expired: cancel its unfinished children (a running one is asked
     to stop), under the parent's lease, in one transaction."""
-    if not (yield from _guard(lease, now, "cancel of late children")):
+    if not (yield from guard_run(lease, now, "cancel of late children")):
         return False
     for ref in child_refs:
         yield from cancel(

@@ -16,6 +16,7 @@ from datetime import datetime
 
 from acta.ledger.enqueue import enqueue, ensure_definitions
 from acta.ledger.events import worker_event
+from acta.ledger.schedule import Declared, sync_declared
 from acta.ledger.transition import apply_transition, lapsed_from_row
 from acta.model.codes import EventCode, Reason
 from acta.model.rows import (
@@ -35,8 +36,10 @@ def register(
     worker: WorkerSpec,
     slots: Sequence[NewJob],
     now: datetime | None,
+    declared: Sequence[Declared] = (),
 ) -> Verb[Registration]:
-    """Upsert the definitions this build declares, add the worker row, ensure the slots."""
+    """Upsert the definitions this build declares, add the worker row, ensure the slots, and
+    bring the ledger's schedules in line with the ones this build ``declared``."""
     namespace_id, ids = yield from ensure_definitions(namespace, specs, now, "register_definition")
     row = yield fetch_one(
         "insert_worker",
@@ -67,6 +70,8 @@ def register(
     spec = {s.name: s for s in specs}
     written, _ = yield from enqueue(namespace, spec, list(slots), now, (namespace_id, ids))
     keys = {slot.dedup_key or "": row.job_id for slot, row in zip(slots, written, strict=True)}
+    if declared:
+        yield from sync_declared(namespace_id, ids, keys, declared, now)
     return Registration(worker_id, namespace_id, ids, keys)
 
 

@@ -16,9 +16,11 @@ from typing import Any
 from acta.ledger.events import event_params, worker_event
 from acta.ledger.lane import promote, promote_lanes
 from acta.ledger.latch import park, ready_instead, release_latches, wait_satisfied
+from acta.ledger.schedule import close_firing
 from acta.model.codes import AuditLevel, Control, EventCode, JobStatus, Reason
 from acta.model.rows import EventRecord, LapsedLease, RecoveryReport, Transition
 from acta.policy.recovery import recovery_transition
+from acta.policy.settlement import rearmed_slot
 from acta.provider.verb import Verb, execute, execute_many, fetch_all, fetch_one
 
 RECOVERY_BATCH = 50
@@ -76,6 +78,9 @@ def apply_transition(plan: Transition, now: datetime | None) -> Verb[JobStatus |
         return None
     if guard["control"] and plan.on_cancel is not None:
         plan = plan.on_cancel
+    ended: str | None = None
+    if guard["slot"] and plan.status.terminal:
+        ended, plan = plan.status.label, rearmed_slot(plan)
     if plan.wait is not None:
         if (yield from wait_satisfied(plan, guard["open_children"])):
             plan = ready_instead(plan)  # what it would wait for is here: no need to leave
@@ -106,6 +111,9 @@ def apply_transition(plan: Transition, now: datetime | None) -> Verb[JobStatus |
         yield from promote(guard["lane_id"], plan.job_id, now)
     if guard["parent_id"] is not None and plan.status.terminal:
         yield from release_latches([plan.job_id], now)
+    if ended is not None:
+        execution = next((e.execution for e in plan.events if e.execution), None)
+        yield from close_firing(plan.job_id, plan.namespace_id, plan.job_ref, ended, execution, now)
     return plan.status
 
 
@@ -234,8 +242,9 @@ def apply_transitions(
 
 
 def _plain(plan: Transition) -> bool:
-    """Whether the fused settle can write this plan (it knows no wait and no fixed instant)."""
-    return plan.wait is None and plan.run_at is None
+    """Whether the fused settle can write this plan (it knows no wait, no fixed instant and no
+    recurring slot)."""
+    return plan.wait is None and plan.run_at is None and not plan.slot
 
 
 def _fused_settle_params(plans: Sequence[Transition], now: datetime | None) -> dict[str, object]:

@@ -199,6 +199,8 @@ class Transition:
     wait: WaitRef | None = None
     """For a suspension: the wait it parks on. Checked under the row lock: if it is already
     satisfied (the signal came, no child is open) the job is made ready instead."""
+    slot: bool = False
+    """A run of a recurring slot: written one by one, where the settle can close its firing."""
 
 
 @dataclass(frozen=True, slots=True)

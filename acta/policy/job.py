@@ -7,6 +7,7 @@ the first enqueue. The values are plain data; what they mean for a run that ends
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -16,6 +17,7 @@ from acta.errors import InvalidPolicyError, ValidationError
 from acta.model.codes import AuditLevel
 from acta.names import validate_key
 from acta.policy.gate import Rate, validate_concurrency_limit
+from acta.policy.schedule import Schedule, parse_schedules
 
 DEFAULT_MAX_ATTEMPTS = 15
 MAX_ATTEMPTS_LIMIT = 1000
@@ -41,6 +43,8 @@ class JobPolicy:
     rate_limit: Rate | None = None
     rate_key: str | None = None
     """The meter shared by definitions declaring the same rate; the definition's own if None."""
+    schedules: tuple[tuple[str, Schedule], ...] = ()
+    """The recurring schedules that fire the definition, by name (empty: enqueued only)."""
 
     @property
     def gated(self) -> bool:
@@ -60,6 +64,8 @@ class JobPolicy:
         concurrency_limit: int | None = None,
         rate_limit: str | Rate | None = None,
         rate_key: str | None = None,
+        schedule: str | timedelta | Schedule | None = None,
+        schedules: Mapping[str, str | timedelta | Schedule] | None = None,
     ) -> JobPolicy:
         """Validate user-facing policy arguments into a JobPolicy."""
         if rate_key is not None and rate_limit is None:
@@ -86,6 +92,7 @@ class JobPolicy:
             ),
             rate_limit=None if rate_limit is None else Rate.parse(rate_limit),
             rate_key=None if rate_key is None else _key(rate_key, "rate_key"),
+            schedules=parse_schedules(schedule, schedules),
         )
 
 

@@ -15,6 +15,7 @@ execution that names them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -22,14 +23,23 @@ from itertools import islice, takewhile
 from typing import Final, Literal, get_args
 from zoneinfo import ZoneInfo
 
-from acta.duration import parse_duration
+from acta.duration import format_duration, parse_duration
 from acta.errors import InvalidPolicyError
 from acta.instant import RULE as INSTANT_RULE
 from acta.policy.cron import after as cron_after
 from acta.policy.cron import at_or_before as cron_at_or_before
 from acta.policy.cron import parse_cron, parse_zone
 
-__all__ = ["MAX_PREVIEW", "MISSED_CAP", "Due", "Execution", "Misfire", "Schedule", "coalesce"]
+__all__ = [
+    "MAX_PREVIEW",
+    "MISSED_CAP",
+    "Due",
+    "Execution",
+    "Misfire",
+    "Schedule",
+    "coalesce",
+    "parse_schedules",
+]
 
 Misfire = Literal["skip", "catch_up"]
 _MISFIRES: Final = get_args(Misfire)
@@ -44,6 +54,8 @@ MISSED_CAP: Final = 1000
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _US: Final = timedelta(microseconds=1)
 _MS_US: Final = 1000
+_NAME: Final = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
+_NAME_RULE: Final = "1 to 64 characters: lowercase letters, digits, '_', '.', '-'"
 
 
 def _utc(value: object, name: str) -> datetime:
@@ -130,6 +142,45 @@ class Schedule:
         object.__setattr__(self, "zone", zone)
         object.__setattr__(self, "misfire", misfire)
         object.__setattr__(self, "_tz", tz)
+
+    @classmethod
+    def parse(cls, value: object, field: str = "schedule") -> Schedule:
+        """A Schedule as given, or one read from a shorthand: a string of five fields is cron
+        in UTC, any other string or a ``timedelta`` an interval (``"5m"``)."""
+        if isinstance(value, Schedule):
+            return value
+        if isinstance(value, str) and len(value.split()) == 5:
+            return cls(cron=value)
+        if isinstance(value, (str, timedelta)):
+            return cls(every=value)
+        raise InvalidPolicyError(
+            field,
+            f"got {type(value).__name__} {value!r:.60}",
+            "a Schedule, a cron string ('0 3 * * *') or an interval ('5m', a timedelta)",
+        )
+
+    def declaration(self) -> dict[str, object]:
+        """The schedule as the ledger stores it (JSON-ready; see ``from_declaration``)."""
+        every = None if self.every is None else self.every // timedelta(milliseconds=1)
+        return {"every_ms": every, "cron": self.cron, "zone": self.zone, "misfire": self.misfire}
+
+    @classmethod
+    def from_declaration(cls, row: Mapping[str, object]) -> Schedule:
+        """The schedule a stored declaration (or a ``schedules`` row) describes."""
+        every = row.get("every_ms")
+        misfire = row["misfire"]
+        if isinstance(misfire, int):  # a row stores the misfire code (0 skip, 1 catch up)
+            misfire = _MISFIRES[misfire]
+        if every is not None:
+            assert isinstance(every, int)
+            return cls(every=timedelta(milliseconds=every), misfire=str(misfire))
+        return cls(cron=str(row["cron"]), zone=str(row["zone"]), misfire=str(misfire))
+
+    def describe(self) -> str:
+        """One short line: ``every 5m`` or ``cron '0 3 * * *' in Europe/Paris``."""
+        if self.every is not None:
+            return f"every {format_duration(self.every)}"
+        return f"cron {self.cron!r} in {self.zone}"
 
     def next_after(self, instant: datetime) -> datetime:
         """The first firing strictly after ``instant`` (aware), as an aware UTC datetime.
@@ -249,3 +300,33 @@ def coalesce(
         wake = due.next if wake is None else min(wake, due.next)
     assert wake is not None
     return Execution(fired=fired, cursors=moved, next=wake)
+
+
+SINGLE: Final = "default"
+"""The name a definition's only schedule gets when it is given as ``schedule=``."""
+
+
+def parse_schedules(schedule: object, schedules: object) -> tuple[tuple[str, Schedule], ...]:
+    """A definition's ``schedule=`` / ``schedules=`` options as (name, Schedule) pairs, sorted.
+
+    ``schedule`` is one schedule (named ``default``); ``schedules`` a mapping of names to
+    schedules. At most one of the two may be given.
+    """
+    if schedule is not None and schedules is not None:
+        raise InvalidPolicyError(
+            "schedules", "both schedule= and schedules= given", "one schedule=, or schedules={}"
+        )
+    if schedule is not None:
+        return ((SINGLE, Schedule.parse(schedule)),)
+    if schedules is None:
+        return ()
+    if not isinstance(schedules, Mapping) or not schedules:
+        raise InvalidPolicyError(
+            "schedules", f"got {schedules!r:.60}", "a non-empty dict of names to schedules"
+        )
+    pairs: list[tuple[str, Schedule]] = []
+    for name, value in schedules.items():
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise InvalidPolicyError("schedules", f"got the name {name!r:.60}", _NAME_RULE)
+        pairs.append((name, Schedule.parse(value, f"schedules[{name!r}]")))
+    return tuple(sorted(pairs, key=lambda pair: pair[0]))

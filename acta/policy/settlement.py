@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import re
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -316,4 +317,52 @@ def directed(
         on_cancel=None
         if status.terminal
         else cancelled(job, execution, worker_id, policy, duration_ms),
+    )
+
+
+_ENDINGS = frozenset({EventCode.SUCCEEDED, EventCode.FAILED, EventCode.CANCELLED})
+
+
+def rearmed_slot(plan: Transition) -> Transition:
+    """A recurring slot's run ended the way ``plan`` says a job ends: the slot itself does
+    not end. It goes back to ready (its next wake is set with the firing's close) and its
+    ending event becomes ``rearmed``; the run's execution-finished event keeps its outcome."""
+    events = tuple(
+        EventRecord(EventCode.REARMED, e.execution) if e.code in _ENDINGS else e
+        for e in plan.events
+    )
+    return replace(
+        plan, status=JobStatus.READY, events=events, on_cancel=None, delay_ms=None, run_at=None
+    )
+
+
+def slot_idle(
+    job: Claimed,
+    execution: int,
+    worker_id: int,
+    policy: JobPolicy,
+    wake: datetime,
+    duration_ms: int,
+) -> Transition:
+    """A recurring slot woke with nothing due (early, or its schedules changed): back to
+    ready until ``wake``, no attempt spent, the handler not run."""
+    events = [
+        EventRecord(
+            EventCode.EXECUTION_FINISHED,
+            execution,
+            Outcome.REARMED,
+            message="no schedule due",
+            duration_ms=duration_ms,
+        ),
+        EventRecord(EventCode.REARMED, execution),
+    ]
+    return _plan(
+        job,
+        worker_id,
+        JobStatus.EXECUTING,
+        JobStatus.READY,
+        run_at=wake,
+        slot=True,
+        events=audit_events(policy.audit, events),
+        on_cancel=cancelled(job, execution, worker_id, policy, duration_ms),
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -101,6 +102,7 @@ class Attempt:
             else ("strict" if job.deadline_strict else "advisory"),
             "ops": DurablePort(env, self.run, definition, self.execution),
             "now": env.clock.now,
+            "firing": self.run.firing,
         }
         if job.parent_ref is not None:
             fields["parent"] = JobRef.parse(job.parent_ref)
@@ -192,6 +194,8 @@ async def settle(env: RunEnv, run: Run, plan: Transition, outcome: RunEnd) -> Ru
         return RunEnd.KILLED
     if run.stop_reason is Stop.LEASE_LOST:
         return RunEnd.LEASE_LOST
+    if run.slot:
+        plan = replace(plan, slot=True)  # its settle closes the firing: never the fused path
     written = await keep_trying(env, run, lambda: env.committer.settle(plan), "settle")
     if isinstance(written, RunEnd):
         return written

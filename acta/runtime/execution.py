@@ -17,6 +17,8 @@ from acta.errors import (
     PayloadError,
     StepInterruptedError,
 )
+from acta.ledger.fence import RunLease
+from acta.ledger.schedule import open_slot_run
 from acta.model.codes import Control, EventCode, Outcome, Reason, audited
 from acta.model.rows import Bounced, Started
 from acta.outcome import Directive, Fail
@@ -92,6 +94,10 @@ async def execute(env: RunEnv, run: Run) -> RunEnd:
     attempt = Attempt(env, run, definition, execution)
     if system is not None:
         return await _run_system(attempt, system)
+    if definition.policy.schedules or job.job_id in env.identity.schedule_slots:
+        idle = await _open_firing(attempt)
+        if idle is not None:
+            return idle
     if attempt.past_deadline():
         return await attempt.end(Fail("its strict deadline passed"), Reason.DEADLINE)
     try:
@@ -160,6 +166,45 @@ async def _run_system(attempt: Attempt, system: SystemJob) -> RunEnd:
     except Exception as exc:
         return await attempt.rearm(system.every(env), describe(exc))
     return await attempt.rearm(system.every(env))
+
+
+async def _open_firing(attempt: Attempt) -> RunEnd | None:
+    """A schedule slot's run: learn (and record) what it fires. Returns how the run ended when
+    it has nothing to fire or lost its lease; None when the handler must run the firing."""
+    env, run, job = attempt.env, attempt.run, attempt.run.job
+    lease = RunLease(
+        job.job_id,
+        job.job_ref,
+        job.namespace_id,
+        job.epoch,
+        env.identity.worker_id,
+        attempt.execution,
+    )
+    opened = await keep_trying(
+        env,
+        run,
+        lambda: env.ledger.run_async(lambda: open_slot_run(lease, env.ledger.now()), name="fire"),
+        "open firing",
+    )
+    if isinstance(opened, RunEnd):
+        return opened
+    if opened is None:
+        return RunEnd.LEASE_LOST
+    if not opened.slot:
+        return None  # an enqueued run of a scheduled job: no firing
+    run.slot = True
+    if opened.firing is None:
+        plan = settlement.slot_idle(
+            job,
+            attempt.execution,
+            env.identity.worker_id,
+            attempt.definition.policy,
+            opened.wake,
+            attempt.elapsed(),
+        )
+        return await settle(env, run, plan, RunEnd.REARMED)
+    run.firing = opened.firing
+    return None
 
 
 def _cancel(control: int) -> dict[str, Any]:

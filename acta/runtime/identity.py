@@ -18,6 +18,7 @@ from acta.clock import Clock
 from acta.definition import JobDefinition
 from acta.ids import JobRef, new_incarnation
 from acta.ledger.incarnation import register
+from acta.ledger.schedule import SLOT_KEY_PREFIX, Declared
 from acta.model.rows import NewJob, Registration, WorkerSpec
 from acta.provider.verb import Verb
 from acta.registry import Registry
@@ -36,6 +37,8 @@ class Identity:
     recovery_job_id: int = 0
     slot_ids: dict[str, int] = field(default_factory=dict)
     """The recurring slots this incarnation registered, by deduplication key."""
+    schedule_slots: frozenset[int] = frozenset()
+    """The job ids of the schedule slots among them: their runs open and close firings."""
 
     @property
     def registered(self) -> bool:
@@ -51,6 +54,7 @@ class Identity:
         *,
         system: Sequence[JobDefinition[Any, Any]],
         slots: Sequence[tuple[JobDefinition[Any, Any], str, timedelta]],
+        declared: Sequence[Declared] = (),
     ) -> Callable[[], Verb[Registration]]:
         """Take a new incarnation name and return the registration verb for it: this build's
         handled definitions and acta's ``system`` ones, and the recurring ``slots`` it runs,
@@ -82,7 +86,7 @@ class Identity:
             settings.executors,
             settings.heartbeat // _MS,
         )
-        return lambda: register(namespace, specs, worker, jobs, now)
+        return lambda: register(namespace, specs, worker, jobs, now, declared)
 
     def registered_as(self, registration: Registration) -> dict[str, int]:
         """Take the ids a registration returned; the definition ids, for the claimer."""
@@ -90,4 +94,7 @@ class Identity:
         self.namespace_id = registration.namespace_id
         self.recovery_job_id = registration.recovery_job_id
         self.slot_ids = dict(registration.slot_ids)
+        self.schedule_slots = frozenset(
+            job_id for key, job_id in self.slot_ids.items() if key.startswith(SLOT_KEY_PREFIX)
+        )
         return dict(registration.definition_ids)

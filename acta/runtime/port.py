@@ -17,6 +17,7 @@ from acta.definition import JobDefinition
 from acta.duration import parse_duration
 from acta.errors import LeaseLostError
 from acta.ledger import durable as verbs
+from acta.ledger.fence import RunLease
 from acta.model.codes import AuditLevel, Reason, WaitKind
 from acta.model.rows import WaitRef
 from acta.names import validate_key, validate_text
@@ -74,7 +75,7 @@ class PortBase:
     ) -> None:
         job = run.job
         self.env, self.run, self.definition = env, run, definition
-        self.lease = verbs.RunLease(
+        self.lease = RunLease(
             job.job_id, job.job_ref, job.namespace_id, job.epoch, env.identity.worker_id, execution
         )
         self.audit = definition.policy.audit

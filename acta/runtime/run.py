@@ -13,6 +13,7 @@ from typing import Any
 
 from acta.context import Cancellation
 from acta.model.rows import Claimed, Started
+from acta.outcome import Firing
 
 
 class RunEnd(StrEnum):
@@ -71,6 +72,10 @@ class Run:
     """Why a Stop.CANCEL came: the job's control code (``acta.model.codes.Control``)."""
     back_at: datetime | None = None
     """When a job a gate turned away is due again (the worker looks for it then)."""
+    firing: Firing | None = None
+    """For a run of a schedule slot: what it fires (the handler sees it as ``ctx.firing``)."""
+    slot: bool = False
+    """Whether the run is a schedule slot's: its settle must close the firing."""
 
     def stop(self, reason: Stop) -> None:
         if self.stop_reason is None:

@@ -26,6 +26,7 @@ from acta.clock import Clock
 from acta.definition import JobDefinition
 from acta.errors import DatabaseUnavailableError
 from acta.ledger.incarnation import stop
+from acta.ledger.schedule import Declared, slot_key
 from acta.model.rows import Heartbeat
 from acta.runtime.claimer import Claimer
 from acta.runtime.committer import Committer
@@ -190,6 +191,17 @@ class Worker:
     def next_heartbeat(self) -> datetime:
         return self._heartbeat_loop.due
 
+    def skip_idle_beats(self, until: datetime) -> None:
+        """Move the next heartbeat to the last one due at or before ``until`` (test host).
+
+        A heartbeat renews held leases and proves the worker alive; a worker that holds no run
+        while the clock jumps needs only its last beat of the jump for both, so the host skips
+        the ones in between (a year of a daily schedule stays milliseconds)."""
+        due = self._heartbeat_loop.due
+        if self.runs or due >= until:
+            return
+        self._heartbeat_loop.due = due + ((until - due) // self.heartbeat) * self.heartbeat
+
     async def heartbeat_due(self, instant: datetime) -> Heartbeat | None:
         """Beat if the heartbeat is due at ``instant`` (the next one is then one interval
         later); None when it was not due or the worker cannot beat (killed, paused)."""
@@ -212,20 +224,33 @@ class Worker:
             ledger.now(),
             system=system,
             slots=self._slots(),
+            declared=[
+                Declared(d.name, name, schedule)
+                for d in self._scheduled()
+                for name, schedule in d.policy.schedules
+            ],
         )
         registration = await ledger.run_async(make, name="register")
         self.claimer.learn(me.registered_as(registration))
         self._heartbeat_loop.due = self.clock.now() + self.heartbeat
         log.info("worker %s registered in namespace %r", me.incarnation, self.namespace)
 
+    def _scheduled(self) -> list[JobDefinition[Any, Any]]:
+        """The definitions this worker handles that have schedules."""
+        handled = self.deployment.registry.handled().values()
+        return [d for d in handled if d.policy.schedules]
+
     def _slots(self) -> list[tuple[JobDefinition[Any, Any], str, timedelta]]:
-        """The recurring slots this worker runs: acta's system jobs that it can run here."""
+        """The recurring slots this worker runs: acta's system jobs that it can run here, and
+        one per scheduled definition it handles (due at once: its first run arms them)."""
         slots = []
         for name, job in SYSTEM_JOBS.items():
             if job.available(self.env):
                 # Recovery first waits one heartbeat; the other system jobs are due at once.
                 first = self.heartbeat if name == RECOVERY_JOB else timedelta(0)
                 slots.append((job.definition, name, first))
+        for definition in self._scheduled():
+            slots.append((definition, slot_key(definition.name), timedelta(0)))
         return slots
 
     async def ensure_registered(self) -> None:

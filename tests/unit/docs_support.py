@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from acta import Acta, JobContext
 from acta.clock import ManualClock
+from acta.policy.schedule import Schedule
 from acta.provider.sqlite import SqliteProvider
 from acta_testing import Host
 
@@ -192,6 +193,33 @@ def _scenario(app: Acta, host: Host) -> None:
     export_ledger.enqueue(concurrency_key="ledger-export")  # the slot stays held with the lease
     assert host.tick(holder) == "killed"
     send_receipt.enqueue("ORD-9", delay="2h", priority=5)
+    _schedules(app, host)
+
+
+def _schedules(app: Acta, host: Host) -> None:
+    """A job with two schedules: a cron one paused for a month, an interval one overridden by
+    an operator, then triggered twice: the second firing is still pending (its worker died
+    in it)."""
+
+    @app.job(
+        "daily-report",
+        schedules={
+            "nightly": Schedule(cron="0 2 * * *", zone="Europe/Paris", misfire="catch_up"),
+            "hourly": "1h",
+        },
+    )
+    def daily_report(ctx: JobContext) -> None:
+        if ctx.execution > 1:
+            host.kill(firer)  # dies mid-firing: the firing stays pending
+
+    firer = host.add_worker()
+    host.advance(0)  # registers it (and the job's schedules) without moving the clock
+    app.schedules.override("daily-report", "hourly", every="2h", expected_version=1)
+    app.schedules.pause("daily-report", "nightly", until=host.clock.now() + timedelta(days=30))
+    app.schedules.trigger("daily-report", "hourly", reason="rerun for finance")
+    assert host.tick(firer) == "completed"
+    app.schedules.trigger("daily-report", "hourly", reason="and once more")
+    assert host.tick(firer) == "killed"
 
 
 def _gates(app: Acta, host: Host) -> None:

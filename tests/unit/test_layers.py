@@ -52,6 +52,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "acta.reader",
             "acta.overrides",
             "acta.signals",
+            "acta.schedules",
             "acta.waiting",
             # Staging builds requests (definitions) and writes on the caller's connection
             # (the provider's caller_tx helper); it must never reach the runtime.
@@ -135,6 +136,7 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
         ("acta.definition", "definitions"),
         ("acta.policy.schedule", "policy"),
         ("acta.policy.cron", "policy"),
+        ("acta.schedules", "producer and reader"),
         ("acta.runtime.worker", "runtime"),
         ("acta.outbox.staging", "producer and reader"),
         ("acta.telemetry.observer", "telemetry"),

@@ -272,9 +272,9 @@ CREATE TABLE acta_schedules (
     pending_missed INTEGER NOT NULL DEFAULT 0,
     -- An operator asked for a firing now (trigger), at this instant.
     triggered_at   TEXT,
-    -- Paused: fires nothing; with paused_until, until that instant.
+    -- Paused: fires nothing; with resume_at, until that instant.
     paused         INTEGER NOT NULL DEFAULT 0,
-    paused_until   TEXT,
+    resume_at      TEXT,
     -- Bumped by every operator change: the expected-version check of override and friends.
     version        INTEGER NOT NULL DEFAULT 1,
     created_at     TEXT    NOT NULL,
@@ -541,7 +541,7 @@ SELECT
     s.pending_at    AS firing_at,
     s.triggered_at,
     s.paused,
-    s.paused_until,
+    s.resume_at,
     r.next_run_at   AS slot_wakes_at,
     j.job_ref       AS slot_ref,
     s.version,

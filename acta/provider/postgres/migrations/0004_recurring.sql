@@ -33,9 +33,9 @@ CREATE TABLE {schema}.schedules (
     pending_missed integer     NOT NULL DEFAULT 0,
     -- An operator asked for a firing now (trigger), at this instant.
     triggered_at   timestamptz,
-    -- Paused: fires nothing; with paused_until, until that instant.
+    -- Paused: fires nothing; with resume_at, until that instant.
     paused         boolean     NOT NULL DEFAULT false,
-    paused_until   timestamptz,
+    resume_at      timestamptz,
     -- Bumped by every operator change: the expected-version check of override and friends.
     version        integer     NOT NULL DEFAULT 1,
     created_at     timestamptz NOT NULL,
@@ -63,7 +63,7 @@ SELECT
     s.pending_at    AS firing_at,
     s.triggered_at,
     s.paused,
-    s.paused_until,
+    s.resume_at,
     r.next_run_at   AS slot_wakes_at,
     j.job_ref       AS slot_ref,
     s.version,

@@ -75,7 +75,9 @@ FROM {schema}.runtime r
 JOIN {schema}.definitions d ON d.id = r.definition_id
 WHERE r.namespace_id = :namespace_id
   AND r.status < 100
-  AND d.name NOT LIKE 'sys.%';
+  AND d.name NOT LIKE 'sys.%'
+  -- Schedule slots never finish: they are not pending work.
+  AND NOT EXISTS (SELECT 1 FROM {schema}.schedules s WHERE s.slot_id = r.job_id);
 
 -- name: next_due_any
 SELECT min(r.next_run_at) AS next_due_at

@@ -11,7 +11,9 @@
 -- With it, the second waits, then re-checks the guard against the committed row and fails.
 SELECT r.control, r.status, r.executions, r.attempts, r.lane_id, r.open_children,
        EXISTS (SELECT 1 FROM {schema}.gate_holds h WHERE h.job_id = r.job_id) AS held,
-       (SELECT j.parent_id FROM {schema}.jobs j WHERE j.id = r.job_id) AS parent_id
+       (SELECT j.parent_id FROM {schema}.jobs j WHERE j.id = r.job_id) AS parent_id,
+       -- A recurring slot never ends: its terminal outcomes close a firing and re-arm it.
+       EXISTS (SELECT 1 FROM {schema}.schedules s WHERE s.slot_id = r.job_id) AS slot
 FROM {schema}.runtime r
 WHERE r.job_id = :job_id
   AND r.lease_epoch = :epoch
