@@ -300,3 +300,31 @@ def test_without_opentelemetry_acta_runs_and_records_nothing(
         host.close()
     assert ran == ["ann"]
     assert app.ledger.telemetry is None  # still: no hook ran, nothing was recorded
+
+
+def test_telemetry_false_records_nothing_and_a_bad_option_is_refused() -> None:
+    app = Acta(telemetry=False)
+    assert app.ledger.telemetry is None
+    with pytest.raises(ConfigurationError, match="telemetry must be None, True, False or"):
+        Acta(telemetry="yes")  # type: ignore[arg-type]
+    default, again = Acta(), Acta(telemetry=True)
+    # With the API installed, the default is one shared Telemetry over the global providers.
+    assert default.ledger.telemetry is not None
+    assert default.ledger.telemetry is again.ledger.telemetry
+    assert default.ledger.telemetry.backlog is False
+
+
+def test_a_backlog_that_cannot_be_read_is_logged_and_reported_as_nothing(
+    sdk: Sdk, caplog: pytest.LogCaptureFixture
+) -> None:
+    telemetry = Telemetry(meter_provider=sdk.meter_provider, tracer_provider=sdk.tracer_provider)
+
+    def unreachable() -> dict[str, int]:
+        raise ConnectionError("the database is away")
+
+    telemetry.watch_backlog("billing", unreachable)
+    telemetry.watch_backlog("mail", lambda: {"send-email": 4})
+    assert sdk.metrics()["acta.backlog"] == {
+        (("acta.job.name", "send-email"), ("acta.namespace", "mail")): 4
+    }
+    assert "backlog of namespace 'billing' not read for metrics" in caplog.text
