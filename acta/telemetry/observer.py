@@ -59,6 +59,18 @@ class Telemetry:
         self.instruments = Instruments(meter_provider or metrics.get_meter_provider())
         self.spans = Spans(tracer_provider or trace.get_tracer_provider())
         self.backlog = backlog
+        # Attribute sets are few (namespaces x job names x outcomes) and asked for on every
+        # run: built once each, and never changed once handed to an instrument.
+        self._attributes: dict[tuple[str, ...], dict[str, str]] = {}
+
+    def _labels(self, namespace: str, name: str, key: str = "", value: str = "") -> dict[str, str]:
+        found = self._attributes.get((namespace, name, key, value))
+        if found is None:
+            found = job_attributes(namespace, name)
+            if key:
+                found[key] = value
+            self._attributes[(namespace, name, key, value)] = found
+        return found
 
     # -- the producer -----------------------------------------------------------------------
 
@@ -71,7 +83,7 @@ class Telemetry:
     def claimed(self, namespace: str, names: Iterable[str]) -> None:
         """A claim leased jobs of these names (system jobs already left out)."""
         for name, count in count_by_name(list(names)).items():
-            self.instruments.claims.add(count, job_attributes(namespace, name))
+            self.instruments.claims.add(count, self._labels(namespace, name))
 
     async def execution(
         self, namespace: str, job: Claimed, clock: Clock, run: Callable[[], Awaitable[T]]
@@ -80,7 +92,7 @@ class Telemetry:
 
         The outcome recorded is what ``run`` returned (the runtime's ``RunEnd`` value), or
         ``crashed`` when it raised, ``abandoned`` when its task was cancelled."""
-        attributes = job_attributes(namespace, job.name)
+        attributes = self._labels(namespace, job.name)
         span = self.spans.start_execution(
             namespace, job.name, job.job_ref, job.attempts + 1, job.trace_context
         )
@@ -104,7 +116,7 @@ class Telemetry:
             otel_context.detach(token)
             seconds = max(0.0, clock.monotonic() - started)
             self.instruments.executing.add(-1, attributes)
-            ended_with = {**attributes, OUTCOME: outcome}
+            ended_with = self._labels(namespace, job.name, OUTCOME, outcome)
             self.instruments.executions.add(1, ended_with)
             self.instruments.duration.record(seconds, ended_with)
             span.set_attribute(OUTCOME, outcome)
@@ -116,7 +128,7 @@ class Telemetry:
         """A worker's settle committed, writing ``status`` (acta's own jobs are left out)."""
         if name.startswith(SYSTEM_PREFIX):
             return
-        self.instruments.settles.add(1, {**job_attributes(namespace, name), STATUS: status.label})
+        self.instruments.settles.add(1, self._labels(namespace, name, STATUS, status.label))
         current = trace.get_current_span()
         if current.is_recording():
             current.set_attribute(STATUS, status.label)
@@ -128,9 +140,7 @@ class Telemetry:
 
     def alert_opened(self, namespace: str, name: str, severity: str) -> None:
         """An alert was opened for a job of ``name``."""
-        self.instruments.alerts_opened.add(
-            1, {**job_attributes(namespace, name), SEVERITY: severity}
-        )
+        self.instruments.alerts_opened.add(1, self._labels(namespace, name, SEVERITY, severity))
 
     # -- the application ----------------------------------------------------------------
 
