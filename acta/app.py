@@ -13,7 +13,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from acta.bell import ProcessBell
 from acta.clock import Clock, SystemClock
@@ -37,7 +37,12 @@ from acta.registry import JobLike, Registry
 from acta.runtime.deployment import Deployment
 from acta.runtime.worker import Worker
 from acta.schedules import Schedules
+from acta.telemetry import resolve as resolve_telemetry
+from acta.telemetry.backlog import backlog
 from acta.waiting import wait_blocking, wait_for, wait_limit
+
+if TYPE_CHECKING:
+    from acta.telemetry.observer import Telemetry
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -47,6 +52,8 @@ class Acta(Reader):
 
     ``database`` is a SQLite path (``jobs.db`` or ``sqlite:///jobs.db``) or a PostgreSQL URL;
     by default ``$ACTA_DATABASE`` or ``./acta.sqlite3``. Nothing connects until first use.
+    ``telemetry``: metrics and spans through OpenTelemetry (docs/guide/observability.md); by
+    default on when the API is installed, over its global providers.
     """
 
     def __init__(
@@ -59,6 +66,7 @@ class Acta(Reader):
         apply_migrations: bool = False,
         payload_cap: int = DEFAULT_PAYLOAD_CAP,
         outbox: OutboxSource | None = None,
+        telemetry: Telemetry | bool | None = None,
         **provider_options: Any,
     ) -> None:
         self.namespace = validate_namespace(namespace)
@@ -77,6 +85,9 @@ class Acta(Reader):
         self._lock = threading.Lock()
         self.bell = ProcessBell()
         self._ledger = Ledger(self._open, clock or SystemClock())
+        self._ledger.telemetry = watch = resolve_telemetry(telemetry)
+        if watch is not None and watch.backlog:
+            watch.watch_backlog(self.namespace, self._read_backlog)
         self.producer = Producer(self._current_ledger, self.registry, self.namespace, self.bell)
         self.registry.bind(self.producer)
         super().__init__(self._current_ledger, self.registry, self.namespace)
@@ -99,6 +110,11 @@ class Acta(Reader):
 
     def _current_ledger(self) -> Ledger:
         return self._ledger
+
+    def _read_backlog(self) -> dict[str, int]:
+        """The backlog gauge's read of this namespace, on the ledger in use right now."""
+        ledger, namespace = self._ledger, self.namespace
+        return ledger.run(lambda: backlog(namespace, ledger.now()), name="backlog")
 
     @property
     def schedules(self) -> Schedules:
@@ -144,6 +160,7 @@ class Acta(Reader):
         saved = self._ledger
         self._ledger = Ledger(provider, clock or saved.clock)
         self._ledger.hooks = saved.hooks  # what observes this app observes it there too
+        self._ledger.telemetry = saved.telemetry
         try:
             yield self
         finally:

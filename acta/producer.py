@@ -36,7 +36,7 @@ def deadline_of(request: JobRequest, now: datetime) -> datetime | None:
 def new_job(request: JobRequest, job_ref: str, now: datetime, **lineage: Any) -> NewJob:
     """The row an enqueue writes for ``request`` under ``job_ref``, at ``now`` (a deadline
     given as a duration counts from it); ``lineage`` (parent_id, root_id, child_name) makes
-    it a child job."""
+    it a child job, and may carry the enqueuing span's ``trace_context``."""
     definition = request.definition
     return NewJob(
         job_ref=job_ref,
@@ -146,7 +146,11 @@ class Producer:
     ) -> tuple[list[NewJob], dict[str, JobRef]]:
         now = ledger.clock.now()
         made = JobRef.many(int(now.timestamp() * 1000), len(requests))
-        jobs = [new_job(r, text, now) for r, (_, text) in zip(requests, made, strict=True)]
+        trace = None if ledger.telemetry is None else ledger.telemetry.trace_context()
+        jobs = [
+            new_job(r, text, now, trace_context=trace)
+            for r, (_, text) in zip(requests, made, strict=True)
+        ]
         return jobs, {text: ref for ref, text in made}
 
     def _after(

@@ -147,6 +147,7 @@ def _portable(
                 "parent_id": job.parent_id,
                 "root_id": job.root_id,
                 "child_name": job.child_name,
+                "trace_context": job.trace_context,
             },
         )
         if row is None:
@@ -261,6 +262,10 @@ def _fused(
             "delays": [j.delay_ms for j in jobs],
             "audit": [audited(j.audit_level, EventCode.ENQUEUED) for j in jobs],
             **_lineage(jobs),
+            # Like the lineage arrays: NULL for an untraced batch, the common case.
+            "trace_contexts": [j.trace_context for j in jobs]
+            if any(j.trace_context is not None for j in jobs)
+            else None,
             "tag_refs": [j.job_ref for j in jobs for _ in j.tags],
             "tags": [tag for j in jobs for tag in j.tags],
         },

@@ -9,7 +9,9 @@ provider. It owns what would otherwise leak upwards:
 * catalog ids learnt from acta's own committed transactions (namespace and definition ids),
   which later enqueues reuse instead of upserting the catalog again;
 * observation hooks: each verb and each statement can be reported to ``LedgerHook`` objects
-  (spans, metrics, statement timing) without patching a provider.
+  (spans, metrics, statement timing) without patching a provider;
+* the application's ``Telemetry`` (acta.telemetry), or None, for the layers above to record
+  on: whatever holds the ledger reaches it, and checks for None first.
 
 Retrying a verb on transient errors stays inside the provider, which alone can tell a
 serialization failure from a lost connection.
@@ -19,12 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from acta.bell import Bell
 from acta.clock import Clock, perf_seconds
 from acta.provider.protocol import Provider, VerbFactory
 from acta.provider.verb import Op, Verb
+
+if TYPE_CHECKING:
+    from acta.telemetry.observer import Telemetry
 
 T = TypeVar("T")
 
@@ -53,6 +58,7 @@ class Ledger:
         self._source = provider
         self.clock = clock
         self.hooks: list[LedgerHook] = []
+        self.telemetry: Telemetry | None = None
         self._catalogs: dict[str, Catalog] = {}
 
     @property
@@ -64,6 +70,7 @@ class Ledger:
         """The same provider (and hooks) judged by another clock (a worker given its own)."""
         other = Ledger(self._source, clock)
         other.hooks = self.hooks
+        other.telemetry = self.telemetry
         other._catalogs = self._catalogs
         return other
 

@@ -60,6 +60,8 @@ class NewJob:
     """Set for a child job: its parent, its family's root and its name under the parent."""
     root_id: int | None = None
     child_name: str | None = None
+    trace_context: str | None = None
+    """The enqueuing span's W3C trace context (JSON), when a recording span was current."""
 
     @property
     def portable_only(self) -> bool:
@@ -130,6 +132,8 @@ class Claimed:
     deadline_strict: bool = False
     parent_ref: str | None = None
     root_ref: str | None = None
+    trace_context: str | None = None
+    """The trace context stored at enqueue (acta.telemetry), if the enqueue was traced."""
 
 
 @dataclass(frozen=True, slots=True)

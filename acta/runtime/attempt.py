@@ -203,6 +203,8 @@ async def settle(env: RunEnv, run: Run, plan: Transition, outcome: RunEnd) -> Ru
         return RunEnd.KILLED
     if written is None:
         return RunEnd.LEASE_LOST
+    if env.ledger.telemetry is not None:
+        env.ledger.telemetry.settled(env.namespace, run.job.name, written)
     if written is JobStatus.CANCELLED:
         return RunEnd.CANCELLED
     return outcome

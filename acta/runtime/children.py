@@ -50,8 +50,18 @@ class Children(PortBase):
         clock_now = self.env.clock.now()
         made = JobRef.many(int(clock_now.timestamp() * 1000), len(requests))
         root = claimed.root_id if claimed.root_id is not None else claimed.job_id
+        watch = self.env.ledger.telemetry
+        trace = None if watch is None else watch.trace_context()  # the parent's execution span
         children = [
-            new_job(r, text, clock_now, parent_id=claimed.job_id, root_id=root, child_name=name)
+            new_job(
+                r,
+                text,
+                clock_now,
+                parent_id=claimed.job_id,
+                root_id=root,
+                child_name=name,
+                trace_context=trace,
+            )
             for r, (_, text), name in zip(requests, made, names, strict=True)
         ]
         specs = {definition.name: definition.spec()}

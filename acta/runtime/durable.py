@@ -274,3 +274,5 @@ class DurablePort(Children):
             )
         lease, now, level = self.lease, self._now(), _SEVERITIES[severity]
         await self._write(lambda: verbs.open_alert(lease, level, title, detail, now), "the alert")
+        if self.env.ledger.telemetry is not None:
+            self.env.ledger.telemetry.alert_opened(self.env.namespace, self.run.job.name, severity)

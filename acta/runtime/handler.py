@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import os
 import traceback
 from collections.abc import Callable
@@ -80,7 +81,10 @@ async def invoke(
         if definition.is_async:
             handler = asyncio.ensure_future(_contained(target(*args, **kwargs)))
         else:
-            thread = env.threads.submit(_call_contained, target, args, kwargs)
+            # In the run's context, so a sync handler sees what an async one would (the span of
+            # its execution, for one): the pool's threads do not carry it by themselves.
+            run_in = contextvars.copy_context().run
+            thread = env.threads.submit(run_in, _call_contained, target, args, kwargs)
             handler = asyncio.wrap_future(thread, loop=loop)
     # One future that the first finisher completes: the handler, a stop request, the deadline.
     # (Callbacks, not a task per racer: this runs once per job on the hot path.)

@@ -65,6 +65,8 @@ async def run_recovery(env: RunEnv, ctx: JobContext) -> None:
         dead += len(report.dead_workers)
         recovered += len(report.recovered)
         failed += len(report.failed)
+        if ledger.telemetry is not None:
+            ledger.telemetry.leases_lost(env.namespace, len(report.recovered) + len(report.failed))
         if not report.more or not (report.recovered or report.failed):
             break  # (a full batch that took nothing back would only repeat itself)
     if dead or recovered or failed:

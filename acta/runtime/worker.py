@@ -12,6 +12,7 @@ registers anew.
 from __future__ import annotations
 
 import asyncio
+import functools
 import heapq
 import logging
 import random
@@ -271,6 +272,9 @@ class Worker:
         runs = await self.claimer.claim(limit, start, frozenset(self.runs))
         for run in runs:
             self.runs[run.job.job_id] = run
+        if self.ledger.telemetry is not None:
+            names = (r.job.name for r in runs if r.job.name not in SYSTEM_JOBS)
+            self.ledger.telemetry.claimed(self.namespace, names)
         return runs
 
     async def execute(self, run: Run) -> RunEnd:
@@ -279,6 +283,11 @@ class Worker:
         try:
             if run.job.name not in SYSTEM_JOBS:
                 await self.slots.take(run)
+                if self.ledger.telemetry is not None:  # its span, its counts (acta.telemetry)
+                    go = functools.partial(execute, self.env, run)
+                    return await self.ledger.telemetry.execution(
+                        self.namespace, run.job, self.clock, go
+                    )
             return await execute(self.env, run)
         finally:
             self.slots.give_back(run)

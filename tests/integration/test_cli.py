@@ -26,12 +26,19 @@ from pathlib import Path
 import pytest
 
 import acta.cli
+import acta.provider.sqlite
 from acta import Acta, JobContext, JobStatus, __version__
 from acta.cli import main
 from acta.provider.sqlite import SqliteProvider
 from acta_testing import Host
 
 _modules = itertools.count()
+
+MIGRATIONS = sorted(
+    path.stem
+    for path in (Path(acta.provider.sqlite.__file__).parent / "migrations").glob("[0-9]*.sql")
+)
+"""The SQLite migrations the package ships, by file name."""
 
 
 @pytest.fixture(autouse=True)
@@ -125,17 +132,18 @@ def test_schema_apply_then_up_to_date(tmp_path: Path, capsys: pytest.CaptureFixt
     path = tmp_path / "jobs.sqlite3"
     assert main(["schema", "apply", "--database", str(path)]) == 0
     out = capsys.readouterr().out
-    assert (
-        "applied 0001_ledger\napplied 0002_gates\napplied 0003_durable\napplied 0004_recurring\n"
-        "applied 0005_retention\n" in out
-    )
-    assert "(5 applied)" in out
+    # Every migration the package ships, each applied once, in order.
+    assert "".join(f"applied {name}\n" for name in MIGRATIONS) in out
+    assert f"({len(MIGRATIONS)} applied)" in out
     assert _query(path, "SELECT version FROM acta_migrations ORDER BY version") == [
-        (1,),
-        (2,),
-        (3,),
-        (4,),
-        (5,),
+        (int(name[:4]),) for name in MIGRATIONS
+    ]
+    assert MIGRATIONS[:5] == [
+        "0001_ledger",
+        "0002_gates",
+        "0003_durable",
+        "0004_recurring",
+        "0005_retention",
     ]
 
     assert main(["schema", "apply", "--database", f"sqlite:///{path}"]) == 0
@@ -148,11 +156,7 @@ def test_schema_apply_with_another_schema_name(
     path = tmp_path / "jobs.sqlite3"
     assert main(["schema", "apply", "--database", str(path), "--schema", "ops"]) == 0
     assert _query(path, "SELECT name FROM ops_migrations ORDER BY version") == [
-        ("ledger",),
-        ("gates",),
-        ("durable",),
-        ("recurring",),
-        ("retention",),
+        (name[5:],) for name in MIGRATIONS
     ]
     assert main(["jobs", "list", "--database", str(path), "--schema", "ops"]) == 0
     assert "no jobs" in capsys.readouterr().out

@@ -41,6 +41,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("policy", ("acta.policy", "acta.policy.")),
     ("definitions", ("acta.definition", "acta.registry")),
     ("provider", ("acta.provider", "acta.provider.")),
+    # Telemetry records for the ledger's users and reads the backlog with a provider verb; the
+    # ledger only names its type.
+    ("telemetry", ("acta.telemetry", "acta.telemetry.")),
     ("ledger", ("acta.ledger", "acta.ledger.")),
     (
         "producer and reader",
@@ -143,6 +146,7 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
         ("acta.ledger.retention", "ledger"),
         ("acta.outbox.staging", "producer and reader"),
         ("acta.ops.operations", "producer and reader"),
+        ("acta.telemetry.observer", "telemetry"),
         ("acta", "application"),
     ],
 )

@@ -122,6 +122,7 @@ CREATE TABLE {schema}.jobs (
     child_name text,
     deadline_at timestamp with time zone,
     deadline_strict boolean DEFAULT false NOT NULL,
+    trace_context text,
     CONSTRAINT jobs_definition_id_namespace_id_fkey FOREIGN KEY (definition_id, namespace_id) REFERENCES {schema}.definitions(id, namespace_id),
     CONSTRAINT jobs_job_ref_key UNIQUE (job_ref),
     CONSTRAINT jobs_pkey PRIMARY KEY (id)

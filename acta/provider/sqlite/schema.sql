@@ -159,7 +159,7 @@ CREATE TABLE acta_jobs (
     correlation_key TEXT,
     input_codec     INTEGER NOT NULL,
     input           BLOB    NOT NULL,
-    created_at      TEXT    NOT NULL, concurrency_key TEXT, parent_id INTEGER, root_id INTEGER, child_name TEXT, deadline_at TEXT, deadline_strict INTEGER NOT NULL DEFAULT 0,
+    created_at      TEXT    NOT NULL, concurrency_key TEXT, parent_id INTEGER, root_id INTEGER, child_name TEXT, deadline_at TEXT, deadline_strict INTEGER NOT NULL DEFAULT 0, trace_context TEXT,
     -- One check per enqueued row covers both ids (the namespace follows from the definition).
     FOREIGN KEY (definition_id, namespace_id) REFERENCES acta_definitions (id, namespace_id)
 );

@@ -44,7 +44,7 @@ SELECT j.id AS job_id, j.job_ref, d.name, j.definition_id, j.namespace_id, r.lea
        r.attempts, r.executions, r.priority, j.input_codec, j.input, j.correlation_key,
        j.created_at, r.lane_id, j.concurrency_key, r.ticket_at,
        j.parent_id, j.root_id, j.deadline_at, j.deadline_strict,
-       pj.job_ref AS parent_ref, rj.job_ref AS root_ref
+       pj.job_ref AS parent_ref, rj.job_ref AS root_ref, j.trace_context
 FROM {schema}.runtime r
 JOIN {schema}.jobs j        ON j.id = r.job_id
 JOIN {schema}.definitions d ON d.id = j.definition_id
@@ -74,7 +74,7 @@ SELECT r.job_id, j.job_ref, d.name, j.definition_id, j.namespace_id, r.lease_epo
        r.priority, j.input_codec, j.input, j.correlation_key, j.created_at, r.lane_id,
        j.concurrency_key, r.ticket_at,
        j.parent_id, j.root_id, j.deadline_at, j.deadline_strict,
-       pj.job_ref AS parent_ref, rj.job_ref AS root_ref
+       pj.job_ref AS parent_ref, rj.job_ref AS root_ref, j.trace_context
 FROM {schema}.runtime r
 JOIN {schema}.jobs j        ON j.id = r.job_id
 JOIN {schema}.definitions d ON d.id = j.definition_id

@@ -30,14 +30,14 @@ WHERE n.name = :namespace;
 -- name: insert_job
 -- A row that hits a unique key (a duplicate deduplication key, or this job already written by
 -- an earlier try whose commit outcome was unknown, or a child name its parent already used)
--- inserts nothing and returns no row.
+-- inserts nothing and returns no row. trace_context is NULL unless the enqueue was traced.
 INSERT INTO {schema}.jobs
     (job_ref, namespace_id, definition_id, dedup_key, correlation_key, concurrency_key,
      input_codec, input, created_at, deadline_at, deadline_strict, parent_id, root_id,
-     child_name)
+     child_name, trace_context)
 VALUES (:job_ref, :namespace_id, :definition_id, :dedup_key, :correlation_key,
         :concurrency_key, :input_codec, :input, COALESCE(:now::timestamptz, now()),
-        :deadline_at, :deadline_strict, :parent_id, :root_id, :child_name)
+        :deadline_at, :deadline_strict, :parent_id, :root_id, :child_name, :trace_context)
 ON CONFLICT DO NOTHING
 RETURNING id AS job_id;
 

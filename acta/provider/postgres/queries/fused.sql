@@ -71,7 +71,7 @@ SELECT c.job_id, j.job_ref, d.name, j.definition_id, j.namespace_id, c.lease_epo
        c.priority, j.input_codec, j.input, j.correlation_key, j.created_at, c.lane_id,
        j.concurrency_key, c.ticket_at,
        j.parent_id, j.root_id, j.deadline_at, j.deadline_strict,
-       pj.job_ref AS parent_ref, rj.job_ref AS root_ref
+       pj.job_ref AS parent_ref, rj.job_ref AS root_ref, j.trace_context
 FROM claimed c
 JOIN {schema}.jobs j        ON j.id = c.job_id
 JOIN {schema}.definitions d ON d.id = j.definition_id
@@ -177,28 +177,28 @@ SELECT job_id, lane_id, status FROM settled;
 -- rows, tags and enqueued events. A row that hits a unique key (a duplicate deduplication key,
 -- a child name its parent used, or this very job already written by an earlier try whose
 -- commit outcome was unknown) inserts nothing and comes back with a NULL job_id; the verb
--- looks those up afterwards. The deadline and lineage arrays may be NULL (a batch with neither):
--- unnest pads them with NULLs.
+-- looks those up afterwards. The deadline and lineage arrays may be NULL (a batch with neither),
+-- and so may the trace contexts (an untraced batch): unnest pads them with NULLs.
 WITH input AS (
     SELECT * FROM unnest(:job_refs::text[], :definition_ids::bigint[], :dedup_keys::text[],
                          :correlation_keys::text[], :concurrency_keys::text[], :codecs::smallint[],
                          :inputs::bytea[], :priorities::smallint[], :run_ats::timestamptz[],
                          :delays::bigint[], :audit::boolean[], :deadline_ats::timestamptz[],
                          :deadline_stricts::boolean[], :parent_ids::bigint[], :root_ids::bigint[],
-                         :child_names::text[])
+                         :child_names::text[], :trace_contexts::text[])
         WITH ORDINALITY AS i(job_ref, definition_id, dedup_key, correlation_key, concurrency_key,
                              input_codec, input, priority, run_at, delay_ms, audit, deadline_at,
-                             deadline_strict, parent_id, root_id, child_name, ord)
+                             deadline_strict, parent_id, root_id, child_name, trace_context, ord)
 ),
 inserted AS (
     INSERT INTO {schema}.jobs
         (job_ref, namespace_id, definition_id, dedup_key, correlation_key, concurrency_key,
          input_codec, input, created_at, deadline_at, deadline_strict, parent_id, root_id,
-         child_name)
+         child_name, trace_context)
     SELECT i.job_ref, :namespace_id, i.definition_id, i.dedup_key, i.correlation_key,
            i.concurrency_key, i.input_codec, i.input, COALESCE(:now::timestamptz, now()),
            i.deadline_at, COALESCE(i.deadline_strict, false), i.parent_id, i.root_id,
-           i.child_name
+           i.child_name, i.trace_context
     FROM input i
     ORDER BY i.ord
     ON CONFLICT DO NOTHING
