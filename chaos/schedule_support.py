@@ -114,9 +114,13 @@ def slot_ref(ledger: Ledger, job: str = JOB) -> str | None:
     return str(rows[0][0]) if rows else None
 
 
-# The live process holding the slot's lease now (dispatched or executing), if any.
+# The process holding the slot's lease now (dispatched or executing), if any, and whether the
+# handler of the run in progress has already committed its witness row (its effect).
 HOLDER = (
-    "SELECT w.pid, r.status FROM {schema}.runtime r "
+    "SELECT w.pid, r.status, "
+    "CASE WHEN EXISTS (SELECT 1 FROM {schema}.witness x "
+    "WHERE x.job_ref = j.job_ref AND x.execution = r.executions) THEN 1 ELSE 0 END "
+    "FROM {schema}.runtime r "
     "JOIN {schema}.workers w ON w.id = r.lease_owner "
     "JOIN {schema}.jobs j ON j.id = r.job_id WHERE j.job_ref = :ref AND r.status IN (20, 21)"
 )
