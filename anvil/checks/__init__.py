@@ -21,6 +21,15 @@ of a step body leaves a row (``anvil.checks.witness``); they are listed apart, i
 - ``durable_amo_once``: an at-most-once step's body ran at most once, ever, and only in the
   execution that recorded its intent.
 
+Three judge recurring schedules (``SCHEDULES``), from the slots' fired events; the third also
+reads the witness table, where each run of a scheduled handler leaves a row under its instant:
+
+- ``schedule_fired_once``: no instant of a slot has two fired events;
+- ``schedule_no_gap``: consecutive firings of an interval schedule are one interval apart, or
+  the later one's missed count covers the instants between them, as its misfire policy says;
+- ``schedule_witness_once``: a firing's handler ran once in the run that recorded it, and in
+  other runs of the firing only where a lost lease or an unfinished run explains it.
+
 A check lives in ``<dialect>/<name>.sql`` where the dialects need different SQL, else in
 ``common/<name>.sql`` (portable SQL, one text for all). Files are written like acta's own: the
 token ``{schema}.`` stands for the ledger's qualifier and ``:name`` for a parameter, both
@@ -45,6 +54,7 @@ from acta.provider.statements import convert_params, replace_schema
 FOLDER = Path(__file__).parent
 CHECKS = ("lanes_overlap", "lanes_order", "concurrency_limit", "rate_envelope")
 WITNESSED = ("durable_steps_once", "durable_amo_once")
+SCHEDULES = ("schedule_fired_once", "schedule_no_gap", "schedule_witness_once")
 DIALECTS = ("postgres", "sqlite")
 Row = dict[str, Any]
 
@@ -65,8 +75,8 @@ class Connection(Protocol):
 
 def check_path(name: str, dialect: str) -> Path:
     """The file that holds check ``name`` for ``dialect`` (the dialect's own, else common)."""
-    if name not in CHECKS + WITNESSED:
-        known = ", ".join(CHECKS + WITNESSED)
+    if name not in CHECKS + WITNESSED + SCHEDULES:
+        known = ", ".join(CHECKS + WITNESSED + SCHEDULES)
         raise ValueError(f"no check named {name!r}; the checks are {known}")
     if dialect not in DIALECTS:
         raise ValueError(f"no checks for dialect {dialect!r}; they exist for {DIALECTS}")
@@ -152,6 +162,7 @@ def _rows(cursor: _Cursor) -> list[Row]:
 __all__ = [
     "CHECKS",
     "DIALECTS",
+    "SCHEDULES",
     "WITNESSED",
     "check_path",
     "check_sql",
