@@ -6,6 +6,7 @@ moves only when the spec moves the host's clock.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -63,6 +64,17 @@ def test_an_interval_fires_on_its_grid_and_the_handler_gets_the_instant(
         f"default fired for {at(1).isoformat()}: succeeded",
         f"default fired for {at(2).isoformat()}: succeeded",
     ]
+    detail = ledger.value(
+        "SELECT detail FROM {schema}.events_view WHERE event = 'fired' ORDER BY event_id LIMIT 1"
+    )
+    assert json.loads(detail) == {
+        "at": at(1).isoformat(),
+        "schedules": ["default"],
+        "missed": 0,
+        "through": at(1).isoformat(),
+        "triggered": False,
+        "outcome": "succeeded",
+    }
     row = ledger.rows("SELECT schedule, kind, every_ms, misfire FROM {schema}.schedules_view")
     assert [tuple(r) for r in row] == [("default", "every", 60000, "skip")]
     info = acta_app.schedules.get("tick")

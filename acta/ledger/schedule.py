@@ -243,6 +243,16 @@ def close_firing(
                 EventCode.FIRED,
                 execution=execution,
                 message=describe_firing(firing, outcome),
+                detail=json.dumps(
+                    {
+                        "at": firing.at.isoformat(),
+                        "schedules": list(firing.schedules),
+                        "missed": firing.missed,
+                        "through": None if firing.through is None else firing.through.isoformat(),
+                        "triggered": firing.triggered,
+                        "outcome": outcome,
+                    }
+                ),
             ),
         )
         rows = yield fetch_all("schedule_rows", {"slot_id": slot_id})
