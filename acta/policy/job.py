@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from enum import Enum
 
 from acta.backoff import DEFAULT_BACKOFF, Backoff
 from acta.duration import parse_duration
@@ -25,6 +26,21 @@ PRIORITY_RANGE = range(-100, 101)
 KEY_MAX = 200
 """The longest lane, concurrency key or rate key, in characters."""
 _AUDIT_NAMES = {level.label: level for level in AuditLevel}
+
+
+class AlertProfile(Enum):
+    """Which failures of a definition open (or join) a failure incident."""
+
+    TERMINAL = "terminal"
+    """Only failures that end the job (the default)."""
+    ALL = "all"
+    """Every failed run, including the ones that will be retried."""
+    OFF = "off"
+    """None: the definition never opens a failure incident."""
+
+    def reports(self, final: bool) -> bool:
+        """Whether a failure (``final``: it ends the job) is reported under this profile."""
+        return self is AlertProfile.ALL or (final and self is AlertProfile.TERMINAL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +61,8 @@ class JobPolicy:
     """The meter shared by definitions declaring the same rate; the definition's own if None."""
     schedules: tuple[tuple[str, Schedule], ...] = ()
     """The recurring schedules that fire the definition, by name (empty: enqueued only)."""
+    alerts: AlertProfile = AlertProfile.TERMINAL
+    """Which failures open a failure incident (see docs/guide/alerts.md)."""
 
     @property
     def gated(self) -> bool:
@@ -66,6 +84,7 @@ class JobPolicy:
         rate_key: str | None = None,
         schedule: str | timedelta | Schedule | None = None,
         schedules: Mapping[str, str | timedelta | Schedule] | None = None,
+        alerts: str | AlertProfile = AlertProfile.TERMINAL,
     ) -> JobPolicy:
         """Validate user-facing policy arguments into a JobPolicy."""
         if rate_key is not None and rate_limit is None:
@@ -93,6 +112,7 @@ class JobPolicy:
             rate_limit=None if rate_limit is None else Rate.parse(rate_limit),
             rate_key=None if rate_key is None else _key(rate_key, "rate_key"),
             schedules=parse_schedules(schedule, schedules),
+            alerts=_alerts(alerts),
         )
 
 
@@ -130,3 +150,12 @@ def _audit(value: str | AuditLevel) -> AuditLevel:
     if level is None:
         raise InvalidPolicyError("audit", f"got {value!r}", "one of 'full', 'failures', 'off'")
     return level
+
+
+def _alerts(value: str | AlertProfile) -> AlertProfile:
+    if isinstance(value, AlertProfile):
+        return value
+    for profile in AlertProfile:
+        if value == profile.value:
+            return profile
+    raise InvalidPolicyError("alerts", f"got {value!r}", "one of 'terminal', 'all', 'off'")

@@ -27,6 +27,7 @@ from acta.definition import JobDefinition
 from acta.ledger.transition import recover
 from acta.model.codes import AuditLevel
 from acta.policy.job import JobPolicy
+from acta.runtime.alerting import ALERTS_JOB, alerts_available, alerts_every, run_alerts
 from acta.runtime.environment import RunEnv
 
 log = logging.getLogger("acta.recovery")
@@ -83,6 +84,7 @@ def system_definition(name: str) -> JobDefinition[Any, Any]:
 def _system_jobs() -> dict[str, SystemJob]:
     jobs = [
         SystemJob(system_definition(RECOVERY_JOB), run_recovery, lambda env: env.heartbeat),
+        SystemJob(system_definition(ALERTS_JOB), run_alerts, alerts_every, alerts_available),
     ]
     return {job.definition.name: job for job in jobs}
 
