@@ -7,22 +7,21 @@
 -- reminder) and resolves an incident once its definition succeeds again; operators acknowledge
 -- (no more reminders) and resolve by hand.
 
-ALTER TABLE {schema}.alerts
-    -- The failing definition and the reason class of its failures (failure incidents only).
-    ADD COLUMN definition_id    bigint,
-    ADD COLUMN reason           smallint,
-    ADD COLUMN occurrences      integer     NOT NULL DEFAULT 1,
-    -- NULL for manual alerts: their one occurrence is opened_at.
-    ADD COLUMN first_seen_at    timestamptz,
-    ADD COLUMN last_seen_at     timestamptz,
-    ADD COLUMN acknowledged_at  timestamptz,
-    ADD COLUMN acknowledged_by  text,
-    ADD COLUMN resolved_by      text,
-    -- When sys.alerts notifies the incident again (NULL: never notified yet, due now).
-    ADD COLUMN next_reminder_at timestamptz,
-    ADD COLUMN last_notified_at timestamptz,
-    -- Channels that failed the current notice (a JSON array): retried on the next round.
-    ADD COLUMN pending_channels text;
+-- The failing definition and the reason class of its failures (failure incidents only).
+ALTER TABLE {schema}.alerts ADD COLUMN definition_id bigint;
+ALTER TABLE {schema}.alerts ADD COLUMN reason smallint;
+ALTER TABLE {schema}.alerts ADD COLUMN occurrences integer NOT NULL DEFAULT 1;
+-- NULL for manual alerts: their one occurrence is opened_at.
+ALTER TABLE {schema}.alerts ADD COLUMN first_seen_at timestamptz;
+ALTER TABLE {schema}.alerts ADD COLUMN last_seen_at timestamptz;
+ALTER TABLE {schema}.alerts ADD COLUMN acknowledged_at timestamptz;
+ALTER TABLE {schema}.alerts ADD COLUMN acknowledged_by text;
+ALTER TABLE {schema}.alerts ADD COLUMN resolved_by text;
+-- When sys.alerts notifies the incident again (NULL: never notified yet, due now).
+ALTER TABLE {schema}.alerts ADD COLUMN next_reminder_at timestamptz;
+ALTER TABLE {schema}.alerts ADD COLUMN last_notified_at timestamptz;
+-- Channels that failed the current notice (a JSON array): retried on the next round.
+ALTER TABLE {schema}.alerts ADD COLUMN pending_channels text;
 
 
 -- One open incident per (namespace, definition, reason class): the settle's upsert joins it.
