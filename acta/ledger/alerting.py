@@ -91,15 +91,19 @@ def due_alerts(namespace: str, now: datetime | None) -> Verb[list[dict[str, Any]
 
 def mark_notified(
     alert: Mapping[str, Any],
+    state: str,
     delivered: Sequence[str],
     failed: Mapping[str, str],
     remind_ms: int | None,
     now: datetime | None,
 ) -> Verb[bool]:
-    """Record one notice of ``alert``: the channels it reached, the ones that failed (owed the
-    notice next round, with their errors in the event). ``remind_ms`` None keeps the reminder
-    (a retry of failed channels only). False if the alert was resolved meanwhile."""
-    pending = json.dumps(sorted(failed)) if failed else None
+    """Record one notice (``state``) of ``alert``: the channels it reached, the ones that
+    failed (owed the notice next round, with their errors in the event). ``remind_ms`` None
+    keeps the reminder (a retry of failed channels only). False if the alert was resolved
+    meanwhile."""
+    # What the failed channels are owed: this notice (its state too, so a retry of a first
+    # notice still says "open").
+    pending = json.dumps({"notice": state, "channels": sorted(failed)}) if failed else None
     changed = yield execute(
         "alert_notified",
         {"now": now, "alert_id": alert["alert_id"], "remind_ms": remind_ms, "pending": pending},

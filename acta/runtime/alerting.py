@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any
 
 from acta.alerting import Alerting, Notice, alerting_of
-from acta.alerting.notice import notice_of
+from acta.alerting.notice import State, notice_of
 from acta.context import JobContext
 from acta.definition import JobDefinition
 from acta.ledger import alerting as verbs
@@ -58,16 +58,18 @@ async def run_alerts(env: RunEnv, ctx: JobContext) -> None:
     due = await ledger.run_async(lambda: verbs.due_alerts(namespace, ledger.now()), name="read")
     remind_ms = config.remind_every // timedelta(milliseconds=1)
     for row in due:
-        reminder = row["next_reminder_at"] is not None
         retry_only = not row["round_due"]
-        notice = notice_of(row, "reminder" if reminder else "open")
-        targets = config.channels_for(notice)
+        state: State = "reminder" if row["next_reminder_at"] is not None else "open"
+        owed: set[str] = set()
         if retry_only:  # only the channels that failed the last notice are owed it
-            pending = set(_pending(row["pending_channels"]))
-            targets = [name for name in targets if name in pending]
+            state, owed = _pending(row["pending_channels"])
+        notice = notice_of(row, state)
+        targets = config.channels_for(notice)
+        if retry_only:
+            targets = [name for name in targets if name in owed]
         delivered, failed = await _deliver_to(env, config, notice, targets)
         remind = None if retry_only else remind_ms
-        record = partial(verbs.mark_notified, row, delivered, failed, remind, ledger.now())
+        record = partial(verbs.mark_notified, row, state, delivered, failed, remind, ledger.now())
         await ledger.run_async(record, name="alerts-notified")
 
 
@@ -98,8 +100,8 @@ async def _deliver_to(
     return delivered, failed
 
 
-def _pending(text: str | None) -> list[str]:
-    if not text:
-        return []
-    names = json.loads(text)
-    return [n for n in names if isinstance(n, str)]
+def _pending(text: str | None) -> tuple[State, set[str]]:
+    """The notice failed channels are owed, and those channels (see mark_notified)."""
+    owed = json.loads(text) if text else {}
+    state: State = "open" if owed.get("notice") == "open" else "reminder"
+    return state, {n for n in owed.get("channels", ()) if isinstance(n, str)}

@@ -20,7 +20,7 @@ ALTER TABLE {schema}.alerts ADD COLUMN resolved_by TEXT;
 -- When sys.alerts notifies the incident again (NULL: never notified yet, due now).
 ALTER TABLE {schema}.alerts ADD COLUMN next_reminder_at TEXT;
 ALTER TABLE {schema}.alerts ADD COLUMN last_notified_at TEXT;
--- Channels that failed the current notice (a JSON array): retried on the next round.
+-- Channels that failed the current notice, with its state (JSON): retried on the next round.
 ALTER TABLE {schema}.alerts ADD COLUMN pending_channels TEXT;
 
 -- One open incident per (namespace, definition, reason class): the settle's upsert joins it.
