@@ -29,7 +29,7 @@ class Endpoint:
         endpoint = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (the http.server hook's name)
+            def do_POST(self) -> None:
                 size = int(self.headers["Content-Length"])
                 endpoint.bodies.append(json.loads(self.rfile.read(size)))
                 endpoint.headers.append(dict(self.headers))
