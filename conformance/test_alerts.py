@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from acta import Acta, ConflictError, SyncJobContext
+from acta import Acta, ConflictError, SyncJobContext, ValidationError
 from acta.alerting import Notice
 from acta.alerts import AlertNotFoundError
-from acta_testing import Host
+from acta_testing import AsyncHost, Host
 
 if TYPE_CHECKING:
     from conformance.conftest import Ledger
@@ -170,3 +170,34 @@ def test_a_manual_alert_is_notified_too(acta_app: Acta, acta_host: Host, ledger:
         ("manual", "warning", "ledger mismatch", str(ref))
     ]
     assert incidents(ledger) == [("reconcile", "manual", "warning", None, 1, None)]
+
+
+async def test_the_async_verbs_and_an_async_channel(
+    acta_app: Acta, acta_async_host: AsyncHost
+) -> None:
+    got: list[Notice] = []
+
+    async def chat(notice: Notice) -> None:
+        got.append(notice)
+
+    acta_app.alerting.callable("chat", chat)
+
+    @acta_app.job("warm-cache", timeout="1s", max_attempts=1)
+    async def warm_cache() -> None:
+        raise TimeoutError("cache node slow")
+
+    await warm_cache.enqueue_async()
+    await acta_async_host.run_until_idle()
+    await acta_async_host.advance("1m")
+    await acta_async_host.tick()
+    [alert] = await acta_app.alerts.list_async()
+    assert [(n.alert_id, n.state) for n in got] == [(alert.alert_id, "open")]
+    assert (await acta_app.alerts.get_async(alert.alert_id)).last_notified_at is not None
+    acked = await acta_app.alerts.acknowledge_async(alert.alert_id, by="ops-bot")
+    assert acked.acknowledged_by == "ops-bot"
+    done = await acta_app.alerts.resolve_async(alert.alert_id, by="ops-bot", reason="warmed")
+    assert done.resolved_by == "ops-bot"
+    with pytest.raises(ValidationError, match="alert_id"):
+        await acta_app.alerts.resolve_async(0, by="ops-bot")
+    with pytest.raises(ValidationError, match="by"):
+        await acta_app.alerts.resolve_async(alert.alert_id, by="")
