@@ -201,3 +201,44 @@ async def test_the_async_verbs_and_an_async_channel(
         await acta_app.alerts.resolve_async(0, by="ops-bot")
     with pytest.raises(ValidationError, match="by"):
         await acta_app.alerts.resolve_async(alert.alert_id, by="")
+
+
+class Statements:
+    """A ledger hook that keeps the name of every statement run."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def statement(self, op: Any, seconds: float) -> None:
+        self.names.append(op.statement)
+
+    def verb(self, name: str, seconds: float, error: BaseException | None) -> None:
+        pass
+
+
+def test_successes_and_unreported_failures_pay_nothing_for_alerting(
+    acta_app: Acta, acta_host: Host
+) -> None:
+    @acta_app.job("resize", max_attempts=1)
+    def resize(fail: bool) -> None:
+        if fail:
+            raise RuntimeError("bad image")
+
+    @acta_app.job("thumbnail", max_attempts=1, alerts="off")
+    def thumbnail() -> None:
+        raise RuntimeError("bad image")
+
+    acta_host.tick()  # registers the worker before anything is watched
+    seen = Statements()
+    acta_app.ledger.hooks.append(seen)
+    resize.enqueue(False)
+    thumbnail.enqueue()
+    acta_host.run_until_idle()
+    fused = acta_host.provider.capabilities.fused
+    assert "incident_upsert" not in seen.names
+    # On a server database both settles stay in the one fused statement.
+    assert ("transition_guard" in seen.names) is not fused
+    seen.names.clear()
+    resize.enqueue(True)
+    acta_host.run_until_idle()
+    assert seen.names.count("incident_upsert") == 1
