@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from acta.alerting import Alerting
+from acta.alerts import Alerts
 from acta.bell import ProcessBell
 from acta.clock import Clock, SystemClock
 from acta.codec import DEFAULT_PAYLOAD_CAP
@@ -90,6 +92,8 @@ class Acta(Reader):
             watch.watch_backlog(self.namespace, self._read_backlog)
         self.producer = Producer(self._current_ledger, self.registry, self.namespace, self.bell)
         self.registry.bind(self.producer)
+        self.alerting = Alerting(self.registry)
+        """Alert channels, routes and intervals (see docs/guide/alerts.md)."""
         super().__init__(self._current_ledger, self.registry, self.namespace)
 
     # -- configuration --------------------------------------------------------------------
@@ -121,6 +125,12 @@ class Acta(Reader):
         """The recurring schedules of this namespace: list, preview, pause, resume, trigger,
         override (see docs/guide/schedules.md)."""
         return Schedules(self._current_ledger, self.namespace)
+
+    @property
+    def alerts(self) -> Alerts:
+        """The alerts of this namespace: list, get, acknowledge, resolve (see
+        docs/guide/alerts.md)."""
+        return Alerts(self._current_ledger, self.namespace)
 
     @property
     def provider(self) -> Provider:
@@ -350,7 +360,9 @@ class Acta(Reader):
     # -- workers --------------------------------------------------------------------------
 
     def deployment(self) -> Deployment:
-        """What a worker of this application is built from (the ledger it uses right now)."""
+        """What a worker of this application is built from (the ledger it uses right now).
+        Alert routes are checked here, as ``app.alerting.validation`` says."""
+        self.alerting.validate()
         return Deployment(self._ledger, self.registry, self.namespace, self.bell, self.outbox)
 
     def worker(self, **settings: Any) -> Worker:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from acta.ledger.alerting import record_failure
 from acta.ledger.events import event_params, worker_event
 from acta.ledger.lane import promote, promote_lanes
 from acta.ledger.latch import park, ready_instead, release_latches, wait_satisfied
@@ -114,6 +115,8 @@ def apply_transition(plan: Transition, now: datetime | None) -> Verb[JobStatus |
     if ended is not None:
         execution = next((e.execution for e in plan.events if e.execution), None)
         yield from close_firing(plan.job_id, plan.namespace_id, plan.job_ref, ended, execution, now)
+    if plan.alert is not None:  # (on_cancel replaced a failure by a cancellation: no alert)
+        yield from record_failure(plan, now)
     return plan.status
 
 
@@ -242,9 +245,16 @@ def apply_transitions(
 
 
 def _plain(plan: Transition) -> bool:
-    """Whether the fused settle can write this plan (it knows no wait, no fixed instant and no
-    recurring slot)."""
-    return plan.wait is None and plan.run_at is None and not plan.slot
+    """Whether the fused settle can write this plan (it knows no wait, no fixed instant, no
+    recurring slot and no alert).
+
+    A failure its definition's alert profile reports takes the portable path, which joins the
+    incident in the same transaction. That is the whole cost of alerting on the hot path:
+    successes, and failures of definitions whose profile is off (or retries under the default
+    terminal profile), carry no alert and stay in the fused statement untouched. Failures are
+    the rare case, so two more round trips for them beat widening the fused statement that
+    every settle runs."""
+    return plan.wait is None and plan.run_at is None and not plan.slot and plan.alert is None
 
 
 def _fused_settle_params(plans: Sequence[Transition], now: datetime | None) -> dict[str, object]:

@@ -77,12 +77,22 @@ class EventCode(Coded):
     STEP_INTERRUPTED = 42, "An at-most-once step was found begun without an outcome."
     CHILDREN_SPAWNED = 43, "The job enqueued child jobs; message says how many."
     NOTE = 44, "A note the handler wrote to its timeline."
-    ALERT_OPENED = 45, "The handler opened an alert."
+    ALERT_OPENED = (
+        45,
+        "An alert was opened: by the handler (ctx.alert), or a failure incident by the settle "
+        "that failed a job.",
+    )
     FIRED = 46, "A recurring slot fired; message names the schedules and the scheduled instant."
     SCHEDULE_CHANGED = 47, "An operator paused, resumed, triggered or overrode a schedule."
     DELIVERED = 48, "The outbox relay delivered this job from a staged row; message names it."
     QUARANTINED = 49, "The outbox relay could not admit a staged row and quarantined it."
     QUARANTINE_DECIDED = 60, "An operator requeued or discarded a quarantined outbox row."
+    ALERT_RESOLVED = (
+        80,
+        "An alert was resolved: by an operator, or by sys.alerts after a later success.",
+    )
+    ALERT_ACKNOWLEDGED = 81, "An operator acknowledged an alert: no more reminders."
+    ALERT_NOTIFIED = 82, "sys.alerts notified the channels of an alert; message says which failed."
     WORKER_STARTED = 50, "A worker incarnation registered."
     WORKER_STOPPED = 51, "A worker shut down cleanly."
     WORKER_DIED = 52, "A silent worker was declared dead by recovery."
@@ -152,6 +162,7 @@ class StepState(Coded):
 
 class AlertKind(Coded):
     MANUAL = 1, "Opened by a handler with ctx.alert."
+    FAILURE = 2, "A failure incident: failures of one definition for one reason class."
 
 
 class AlertSeverity(Coded):

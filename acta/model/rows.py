@@ -170,6 +170,17 @@ class EventRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class AlertCause:
+    """A failure a settle reports to the alerting incidents (acta.ledger.alerting): its reason
+    class, the error text, and whether the job failed for good. Kept apart from the events,
+    which the audit level may drop."""
+
+    reason: Reason
+    error: str
+    final: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Transition:
     """A guarded change of one runtime row, with the events that explain it.
 
@@ -203,6 +214,8 @@ class Transition:
     satisfied (the signal came, no child is open) the job is made ready instead."""
     slot: bool = False
     """A run of a recurring slot: written one by one, where the settle can close its firing."""
+    alert: AlertCause | None = None
+    """A failure the definition's alert profile reports: opens or joins its incident."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from enum import Enum
 
 from acta.backoff import DEFAULT_BACKOFF, Backoff
 from acta.duration import parse_duration
@@ -29,6 +30,21 @@ DEFAULT_RETENTION = timedelta(days=7)
 docs/guide/retention.md for why a week)."""
 RETENTION_RANGE = (timedelta(minutes=1), timedelta(days=365))
 _AUDIT_NAMES = {level.label: level for level in AuditLevel}
+
+
+class AlertProfile(Enum):
+    """Which failures of a definition open (or join) a failure incident."""
+
+    TERMINAL = "terminal"
+    """Only failures that end the job (the default)."""
+    ALL = "all"
+    """Every failed run, including the ones that will be retried."""
+    OFF = "off"
+    """None: the definition never opens a failure incident."""
+
+    def reports(self, final: bool) -> bool:
+        """Whether a failure (``final``: it ends the job) is reported under this profile."""
+        return self is AlertProfile.ALL or (final and self is AlertProfile.TERMINAL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +67,8 @@ class JobPolicy:
     """The recurring schedules that fire the definition, by name (empty: enqueued only)."""
     retention: timedelta | None = DEFAULT_RETENTION
     """How long after it finishes a job's rows are kept; None keeps them forever."""
+    alerts: AlertProfile = AlertProfile.TERMINAL
+    """Which failures open a failure incident (see docs/guide/alerts.md)."""
 
     @property
     def gated(self) -> bool:
@@ -73,6 +91,7 @@ class JobPolicy:
         schedule: str | timedelta | Schedule | None = None,
         schedules: Mapping[str, str | timedelta | Schedule] | None = None,
         retention: str | float | timedelta | None = DEFAULT_RETENTION,
+        alerts: str | AlertProfile = AlertProfile.TERMINAL,
     ) -> JobPolicy:
         """Validate user-facing policy arguments into a JobPolicy."""
         if rate_key is not None and rate_limit is None:
@@ -101,6 +120,7 @@ class JobPolicy:
             rate_key=None if rate_key is None else _key(rate_key, "rate_key"),
             schedules=parse_schedules(schedule, schedules),
             retention=None if retention is None else validate_retention(retention),
+            alerts=_alerts(alerts),
         )
 
 
@@ -153,3 +173,12 @@ def _audit(value: str | AuditLevel) -> AuditLevel:
     if level is None:
         raise InvalidPolicyError("audit", f"got {value!r}", "one of 'full', 'failures', 'off'")
     return level
+
+
+def _alerts(value: str | AlertProfile) -> AlertProfile:
+    if isinstance(value, AlertProfile):
+        return value
+    for profile in AlertProfile:
+        if value == profile.value:
+            return profile
+    raise InvalidPolicyError("alerts", f"got {value!r}", "one of 'terminal', 'all', 'off'")

@@ -9,7 +9,7 @@ event is always written, whatever the audit level: it is the evidence that the l
 from __future__ import annotations
 
 from acta.model.codes import EventCode, JobStatus, Reason, audited
-from acta.model.rows import EventRecord, LapsedLease, Transition
+from acta.model.rows import AlertCause, EventRecord, LapsedLease, Transition
 from acta.names import SYSTEM_PREFIX
 
 
@@ -30,16 +30,20 @@ def recovery_transition(lapsed: LapsedLease) -> Transition:
     # a ledger's life can ever fail one for good.
     charge = 1 if started and not lapsed.name.startswith(SYSTEM_PREFIX) else 0
     status = JobStatus.READY
+    alert = None
     if charge and lapsed.attempts + charge >= lapsed.max_attempts:
         status = JobStatus.FAILED
+        message = f"lost its worker on attempt {lapsed.attempts + 1} of {lapsed.max_attempts}"
+        # The definition's alert profile lives in code the recovering worker may not have:
+        # a job failed by recovery always reports (as a terminal failure).
+        alert = AlertCause(Reason.ATTEMPTS_EXHAUSTED, message, True)
         if audited(level, EventCode.FAILED):
             events.append(
                 EventRecord(
                     EventCode.FAILED,
                     execution=lapsed.executions,
                     reason=Reason.ATTEMPTS_EXHAUSTED,
-                    message=f"lost its worker on attempt {lapsed.attempts + 1} of "
-                    f"{lapsed.max_attempts}",
+                    message=message,
                 )
             )
     return Transition(
@@ -55,4 +59,5 @@ def recovery_transition(lapsed: LapsedLease) -> Transition:
         delay_ms=0 if status is JobStatus.READY else None,
         charge=charge,
         events=tuple(events),
+        alert=alert,
     )

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from acta.model.codes import AuditLevel, EventCode, JobStatus, Outcome, Reason, audited
-from acta.model.rows import Claimed, EventRecord, Transition, WaitRef
+from acta.model.rows import AlertCause, Claimed, EventRecord, Transition, WaitRef
 from acta.policy.job import JobPolicy
 
 _MS = timedelta(milliseconds=1)
@@ -46,6 +46,11 @@ def clip(message: str) -> str:
 def audit_events(level: AuditLevel, events: list[EventRecord]) -> tuple[EventRecord, ...]:
     """Keep the events a definition's audit level writes."""
     return tuple(e for e in events if audited(level, e.code, e.outcome))
+
+
+def _alert(policy: JobPolicy, reason: Reason, error: str, final: bool) -> AlertCause | None:
+    """What a failure tells the alerting incidents, if the definition's profile reports it."""
+    return AlertCause(reason, error, final) if policy.alerts.reports(final) else None
 
 
 def _plan(
@@ -155,6 +160,7 @@ def failed(
             JobStatus.FAILED,
             charge=1,
             events=audit_events(policy.audit, events),
+            alert=_alert(policy, why, text, True),
         )
     delay = policy.backoff.delay(attempt, rng)
     delay_ms = max(0, delay // _MS)
@@ -173,6 +179,7 @@ def failed(
         charge=1,
         events=audit_events(policy.audit, [finished, retry]),
         on_cancel=cancelled(job, execution, worker_id, policy, duration_ms),
+        alert=_alert(policy, reason, text, False),
     )
 
 
@@ -317,6 +324,7 @@ def directed(
         on_cancel=None
         if status.terminal
         else cancelled(job, execution, worker_id, policy, duration_ms),
+        alert=_alert(policy, reason, text, True) if status is JobStatus.FAILED else None,
     )
 
 

@@ -27,6 +27,7 @@ from acta.definition import JobDefinition
 from acta.ledger.transition import recover
 from acta.model.codes import AuditLevel
 from acta.policy.job import JobPolicy
+from acta.runtime.alerting import ALERTS_JOB, alerts_available, alerts_every, run_alerts
 from acta.runtime.environment import RunEnv
 from acta.runtime.relay import relay_available, relay_every, run_relay
 from acta.runtime.retention import RETENTION_JOB, retention_every, run_retention
@@ -102,6 +103,7 @@ def _system_jobs() -> dict[str, SystemJob]:
             system_definition(RETENTION_JOB), run_retention, retention_every, first=retention_every
         ),
         SystemJob(system_definition(OUTBOX_JOB), run_relay, relay_every, relay_available),
+        SystemJob(system_definition(ALERTS_JOB), run_alerts, alerts_every, alerts_available),
     ]
     return {job.definition.name: job for job in jobs}
 

@@ -194,6 +194,7 @@ def _scenario(app: Acta, host: Host) -> None:
     assert host.tick(holder) == "killed"
     send_receipt.enqueue("ORD-9", delay="2h", priority=5)
     _schedules(app, host)
+    _alerts(app, host)
 
 
 def _schedules(app: Acta, host: Host) -> None:
@@ -285,3 +286,19 @@ def _durable(app: Acta, host: Host) -> None:
     assert host.tick() == "completed"
     nightly_digest.enqueue()
     assert host.tick() == "suspended"
+
+
+def _broken_pager(notice: object) -> None:
+    raise ConnectionError("pager service down")
+
+
+def _alerts(app: Acta, host: Host) -> None:
+    """sys.alerts notifies the charge-card incident and the courier alert (one channel fails:
+    it is owed the notice); an operator acknowledges the incident and resolves the other."""
+    app.alerting.logging("ops-log")
+    app.alerting.callable("pager", _broken_pager)
+    notifier = host.add_worker()  # registered now that alerting is declared: runs sys.alerts
+    assert host.tick(notifier) == "nothing-claimed"
+    incident, manual = sorted(app.alerts.list(), key=lambda a: a.kind)
+    app.alerts.acknowledge(incident.alert_id, by="ana", reason="card processor contacted")
+    app.alerts.resolve(manual.alert_id, by="ana", reason="courier quota raised")

@@ -54,6 +54,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "acta.signals",
             "acta.schedules",
             "acta.waiting",
+            "acta.alerts",
+            # Channels and routes: declared by the application, read by sys.alerts.
+            "acta.alerting",
+            "acta.alerting.",
             # Staging builds requests (definitions) and writes on the caller's connection
             # (the provider's caller_tx helper); it must never reach the runtime.
             "acta.outbox",

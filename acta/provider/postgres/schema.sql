@@ -13,6 +13,17 @@ CREATE TABLE {schema}.alerts (
     detail text,
     opened_at timestamp with time zone NOT NULL,
     resolved_at timestamp with time zone,
+    definition_id bigint,
+    reason smallint,
+    occurrences integer DEFAULT 1 NOT NULL,
+    first_seen_at timestamp with time zone,
+    last_seen_at timestamp with time zone,
+    acknowledged_at timestamp with time zone,
+    acknowledged_by text,
+    resolved_by text,
+    next_reminder_at timestamp with time zone,
+    last_notified_at timestamp with time zone,
+    pending_channels text,
     CONSTRAINT alerts_namespace_id_fkey FOREIGN KEY (namespace_id) REFERENCES {schema}.namespaces(id),
     CONSTRAINT alerts_pkey PRIMARY KEY (id)
 );
@@ -357,6 +368,9 @@ CREATE TABLE {schema}.workers (
     CONSTRAINT workers_pkey PRIMARY KEY (id)
 );
 
+-- index alerts_one_open_incident on alerts
+CREATE UNIQUE INDEX alerts_one_open_incident ON {schema}.alerts USING btree (namespace_id, definition_id, reason) WHERE ((kind = 2) AND (resolved_at IS NULL));
+
 -- index alerts_open on alerts
 CREATE INDEX alerts_open ON {schema}.alerts USING btree (namespace_id, opened_at) WHERE (resolved_at IS NULL);
 
@@ -512,13 +526,24 @@ SELECT a.id AS alert_id,
     a.title,
     a.detail,
     a.opened_at,
-    a.resolved_at
+    a.resolved_at,
+    rc.name AS reason_class,
+    a.occurrences,
+    COALESCE(a.first_seen_at, a.opened_at) AS first_seen_at,
+    COALESCE(a.last_seen_at, a.opened_at) AS last_seen_at,
+    a.acknowledged_at,
+    a.acknowledged_by,
+    a.resolved_by,
+    a.next_reminder_at,
+    a.last_notified_at,
+    a.pending_channels
    FROM {schema}.alerts a
      JOIN {schema}.namespaces n ON n.id = a.namespace_id
      LEFT JOIN {schema}.jobs j ON j.id = a.job_id
-     LEFT JOIN {schema}.definitions d ON d.id = j.definition_id
+     LEFT JOIN {schema}.definitions d ON d.id = COALESCE(a.definition_id, j.definition_id)
      JOIN {schema}.codes k ON k.family = 'alert_kind'::text AND k.code = a.kind
-     JOIN {schema}.codes sv ON sv.family = 'alert_severity'::text AND sv.code = a.severity;
+     JOIN {schema}.codes sv ON sv.family = 'alert_severity'::text AND sv.code = a.severity
+     LEFT JOIN {schema}.codes rc ON rc.family = 'reason'::text AND rc.code = a.reason;
 
 -- view events_view
 CREATE VIEW {schema}.events_view AS
