@@ -34,6 +34,7 @@ from acta.registry import JobLike, Registry
 from acta.runtime.deployment import Deployment
 from acta.runtime.worker import Worker
 from acta.schedules import Schedules
+from acta.settings import Settings
 from acta.waiting import wait_blocking, wait_for, wait_limit
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -86,6 +87,11 @@ class Acta(Reader):
 
     def _current_ledger(self) -> Ledger:
         return self._ledger
+
+    @property
+    def settings(self) -> Settings:
+        """Durable named settings seen from this namespace (see docs/guide/settings.md)."""
+        return Settings(self._current_ledger, self.namespace)
 
     @property
     def schedules(self) -> Schedules:
