@@ -12,7 +12,7 @@ import argparse
 from typing import Any
 
 from acta.app import Acta
-from acta.cli import durable, render
+from acta.cli import debug, durable, render
 from acta.cli.command import EXIT_OK, HANDLER
 from acta.cli.ledger import add_ledger_options, open_reader, resolve_ledger
 from acta.errors import InputDecodeError
@@ -25,7 +25,7 @@ STATUS_NAMES = [status.label for status in JobStatus]
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``jobs list|show|events|signal|resume`` to a subcommand set."""
+    """Add ``jobs list|show|events|signal|resume|debug`` to a subcommand set."""
     jobs = commands.add_parser(
         "jobs",
         help="list jobs, show one, read its event timeline, signal or resume one",
@@ -89,6 +89,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     events.set_defaults(**{HANDLER: events_command})
 
     durable.register(sub)
+    debug.register(sub)
 
 
 def _ref(text: str) -> str:

@@ -272,6 +272,15 @@ class Worker:
             self.runs[run.job.job_id] = run
         return runs
 
+    async def claim_one(self, job_id: int) -> Run | None:
+        """Lease one given job if it is ready and due (``acta jobs debug``); None otherwise."""
+        await self.ensure_registered()
+        self._loop = asyncio.get_running_loop()
+        run = await self.claimer.claim_one(job_id)
+        if run is not None:
+            self.runs[job_id] = run
+        return run
+
     async def execute(self, run: Run) -> RunEnd:
         """Run one claimed job once an executor is free (buffered runs may wait here).
         acta's system jobs take no executor: they must never wait behind user work."""
