@@ -21,6 +21,7 @@ from acta.codec import DEFAULT_PAYLOAD_CAP
 from acta.definition import JobDefinition, JobRequest
 from acta.errors import ConfigurationError
 from acta.ids import JobRef
+from acta.ledger.contract import POLICIES as DRIFT_POLICIES
 from acta.ledger.facade import Ledger
 from acta.names import validate_job_name, validate_namespace, validate_schema_name
 from acta.outbox import staging as outbox
@@ -56,12 +57,18 @@ class Acta(Reader):
         clock: Clock | None = None,
         apply_migrations: bool = False,
         payload_cap: int = DEFAULT_PAYLOAD_CAP,
+        contract_drift: str = "warn",
         **provider_options: Any,
     ) -> None:
         self.namespace = validate_namespace(namespace)
         self.schema = validate_schema_name(schema)
         self.database = database
         self.apply_migrations = apply_migrations
+        if contract_drift not in DRIFT_POLICIES:
+            raise ConfigurationError(
+                f"contract_drift={contract_drift!r}: use 'warn' (the default), 'refuse' or 'off'"
+            )
+        self.contract_drift = contract_drift
         self.registry = Registry(payload_cap)
         self.payload_cap = payload_cap
         self._provider_options = provider_options
@@ -319,7 +326,9 @@ class Acta(Reader):
 
     def deployment(self) -> Deployment:
         """What a worker of this application is built from (the ledger it uses right now)."""
-        return Deployment(self._ledger, self.registry, self.namespace, self.bell)
+        return Deployment(
+            self._ledger, self.registry, self.namespace, self.bell, self.contract_drift
+        )
 
     def worker(self, **settings: Any) -> Worker:
         """Build a worker for this app's handlers (see acta.runtime.worker.Worker)."""

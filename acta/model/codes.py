@@ -84,6 +84,10 @@ class EventCode(Coded):
     QUARANTINED = 49, "The outbox relay could not admit a staged row and quarantined it."
     QUARANTINE_DECIDED = 60, "An operator requeued or discarded a quarantined outbox row."
     SETTING_CHANGED = 61, "A durable setting was set or deleted; message names it and says why."
+    CONTRACT_CHANGED = (
+        62,
+        ("A worker registered a job whose input or result shape differs from the recorded one."),
+    )
     WORKER_STARTED = 50, "A worker incarnation registered."
     WORKER_STOPPED = 51, "A worker shut down cleanly."
     WORKER_DIED = 52, "A silent worker was declared dead by recovery."
@@ -214,6 +218,7 @@ ALWAYS_AUDITED = frozenset(
         EventCode.QUARANTINE_DECIDED,
         EventCode.PURGED,
         EventCode.SETTING_CHANGED,
+        EventCode.CONTRACT_CHANGED,
     }
 )
 FAILURE_EVENTS = frozenset({EventCode.RETRY_SCHEDULED, EventCode.FAILED}) | ALWAYS_AUDITED

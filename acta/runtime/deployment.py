@@ -24,6 +24,10 @@ class Deployment:
     namespace: str = "default"
     bell: ProcessBell = field(default_factory=ProcessBell)
     """Rung by this process's producers after they commit an enqueue."""
+    contract_drift: str = "warn"
+    """What a worker does when its build's job shapes differ from the recorded ones: ``warn``
+    (log it, record the new shape, write a contract-changed event), ``refuse`` (do not
+    start), or ``off`` (do not compare)."""
 
     @property
     def clock(self) -> Clock:

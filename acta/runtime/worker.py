@@ -228,8 +228,11 @@ class Worker:
                 for d in self._scheduled()
                 for name, schedule in d.policy.schedules
             ],
+            drift=self.deployment.contract_drift,
         )
         registration = await ledger.run_async(make, name="register")
+        for drift in registration.drifts:
+            log.warning("contract drift: %s", drift)
         self.claimer.learn(me.registered_as(registration))
         self._heartbeat_loop.due = self.clock.now() + self.heartbeat
         log.info("worker %s registered in namespace %r", me.incarnation, self.namespace)

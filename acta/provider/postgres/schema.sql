@@ -26,6 +26,17 @@ CREATE TABLE {schema}.codes (
     CONSTRAINT codes_pkey PRIMARY KEY (family, code)
 );
 
+-- table contracts
+CREATE TABLE {schema}.contracts (
+    definition_id bigint NOT NULL,
+    fingerprint text NOT NULL,
+    shape text NOT NULL,
+    recorded_at timestamp with time zone NOT NULL,
+    recorded_by text NOT NULL,
+    CONSTRAINT contracts_definition_id_fkey FOREIGN KEY (definition_id) REFERENCES {schema}.definitions(id),
+    CONSTRAINT contracts_pkey PRIMARY KEY (definition_id)
+);
+
 -- table definitions
 CREATE TABLE {schema}.definitions (
     id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
@@ -369,6 +380,9 @@ CREATE UNIQUE INDEX alerts_pkey ON {schema}.alerts USING btree (id);
 
 -- index codes_pkey on codes
 CREATE UNIQUE INDEX codes_pkey ON {schema}.codes USING btree (family, code);
+
+-- index contracts_pkey on contracts
+CREATE UNIQUE INDEX contracts_pkey ON {schema}.contracts USING btree (definition_id);
 
 -- index definitions_id_namespace_id_key on definitions
 CREATE UNIQUE INDEX definitions_id_namespace_id_key ON {schema}.definitions USING btree (id, namespace_id);

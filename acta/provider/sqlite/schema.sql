@@ -88,6 +88,18 @@ CREATE TABLE acta_codes (
     PRIMARY KEY (family, code)
 ) WITHOUT ROWID;
 
+-- table acta_contracts
+CREATE TABLE acta_contracts (
+    definition_id INTEGER PRIMARY KEY REFERENCES acta_definitions (id),
+    -- A digest of shape: equal shapes, equal fingerprints.
+    fingerprint   TEXT    NOT NULL,
+    -- The shape as JSON: {"input": ..., "result": ...}.
+    shape         TEXT    NOT NULL,
+    recorded_at   TEXT    NOT NULL,
+    -- The worker incarnation that recorded it.
+    recorded_by   TEXT    NOT NULL
+);
+
 -- table acta_definitions
 CREATE TABLE acta_definitions (
     id            INTEGER PRIMARY KEY,
