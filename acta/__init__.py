@@ -51,6 +51,7 @@ from acta.outcome import (
 from acta.policy.job import JobPolicy
 from acta.policy.schedule import Schedule
 from acta.schedules import ScheduleInfo
+from acta.settings import Setting
 from acta.signals import Progress
 from acta.sync_context import SyncJobContext
 
@@ -102,6 +103,7 @@ __all__ = [
     "ScheduleInfo",
     "ScheduleNotFoundError",
     "SchemaError",
+    "Setting",
     "SignalOutcome",
     "SignalResult",
     "StepConflictError",

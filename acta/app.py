@@ -23,6 +23,7 @@ from acta.codec import DEFAULT_PAYLOAD_CAP
 from acta.definition import JobDefinition, JobRequest
 from acta.errors import ConfigurationError
 from acta.ids import JobRef
+from acta.ledger.contract import POLICIES as DRIFT_POLICIES
 from acta.ledger.facade import Ledger
 from acta.names import validate_job_name, validate_namespace, validate_schema_name
 from acta.ops import Operations
@@ -39,6 +40,7 @@ from acta.registry import JobLike, Registry
 from acta.runtime.deployment import Deployment
 from acta.runtime.worker import Worker
 from acta.schedules import Schedules
+from acta.settings import Settings
 from acta.telemetry import resolve as resolve_telemetry
 from acta.telemetry.backlog import backlog
 from acta.waiting import wait_blocking, wait_for, wait_limit
@@ -69,12 +71,18 @@ class Acta(Reader):
         payload_cap: int = DEFAULT_PAYLOAD_CAP,
         outbox: OutboxSource | None = None,
         telemetry: Telemetry | bool | None = None,
+        contract_drift: str = "warn",
         **provider_options: Any,
     ) -> None:
         self.namespace = validate_namespace(namespace)
         self.schema = validate_schema_name(schema)
         self.database = database
         self.apply_migrations = apply_migrations
+        if contract_drift not in DRIFT_POLICIES:
+            raise ConfigurationError(
+                f"contract_drift={contract_drift!r}: use 'warn' (the default), 'refuse' or 'off'"
+            )
+        self.contract_drift = contract_drift
         self.registry = Registry(payload_cap)
         self.payload_cap = payload_cap
         if outbox is not None and not isinstance(outbox, OutboxSource):
@@ -119,6 +127,11 @@ class Acta(Reader):
         """The backlog gauge's read of this namespace, on the ledger in use right now."""
         ledger, namespace = self._ledger, self.namespace
         return ledger.run(lambda: backlog(namespace, ledger.now()), name="backlog")
+
+    @property
+    def settings(self) -> Settings:
+        """Durable named settings seen from this namespace (see docs/guide/settings.md)."""
+        return Settings(self._current_ledger, self.namespace)
 
     @property
     def schedules(self) -> Schedules:
@@ -363,7 +376,14 @@ class Acta(Reader):
         """What a worker of this application is built from (the ledger it uses right now).
         Alert routes are checked here, as ``app.alerting.validation`` says."""
         self.alerting.validate()
-        return Deployment(self._ledger, self.registry, self.namespace, self.bell, self.outbox)
+        return Deployment(
+            self._ledger,
+            self.registry,
+            self.namespace,
+            self.bell,
+            outbox=self.outbox,
+            contract_drift=self.contract_drift,
+        )
 
     def worker(self, **settings: Any) -> Worker:
         """Build a worker for this app's handlers (see acta.runtime.worker.Worker)."""

@@ -26,6 +26,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from acta.codec import DEFAULT_PAYLOAD_CAP, Codec, check_size
 from acta.context import JobContext
+from acta.contract import Contract, contract_of, fingerprint
 from acta.duration import format_duration, parse_duration
 from acta.errors import ConfigurationError, ValidationError
 from acta.ids import JobRef
@@ -157,6 +158,11 @@ class JobDefinition(Generic[I, R]):
             meter=self.gates().meter,
             retention_ms=None if retention is None else retention // timedelta(milliseconds=1),
         )
+
+    def contract(self) -> Contract:
+        """The shape of this definition's input and result, as the drift guard compares it."""
+        shape = contract_of(self.input_type if self.takes_input else None, self.result_type)
+        return Contract(self.name, fingerprint(shape), shape)
 
     def gates(self, concurrency_key: str | None = None) -> JobGates:
         """The admission gates a job of this definition passes, given its enqueue's key."""

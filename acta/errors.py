@@ -156,3 +156,8 @@ class WaitTimeoutError(ActaError, TimeoutError):
 
 class ScheduleNotFoundError(ActaError, LookupError):
     """No schedule by that job name (and schedule name) in this namespace."""
+
+
+class ContractDriftError(ConfigurationError):
+    """A worker's build declares a job whose input or result shape differs from the one the
+    ledger recorded, and the application refuses drift: the worker does not start."""

@@ -13,7 +13,7 @@ import argparse
 from typing import Any
 
 from acta.app import Acta
-from acta.cli import durable, render
+from acta.cli import debug, durable, render
 from acta.cli.command import EXIT_OK, HANDLER
 from acta.cli.ledger import add_ledger_options, open_reader, resolve_ledger
 from acta.errors import InputDecodeError, JobPurgedError
@@ -26,7 +26,7 @@ STATUS_NAMES = [status.label for status in JobStatus]
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``jobs list|show|events|explain|signal|resume`` to a subcommand set."""
+    """Add ``jobs list|show|events|explain|signal|resume|debug`` to a subcommand set."""
     jobs = commands.add_parser(
         "jobs",
         help="list jobs, show one, read its event timeline, explain, signal or resume one",
@@ -101,6 +101,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     explain.set_defaults(**{HANDLER: explain_command})
 
     durable.register(sub)
+    debug.register(sub)
 
 
 def _ref(text: str) -> str:

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 
 from acta import __version__
 from acta.app import Acta
-from acta.cli import alerts, demo, gates, jobs, outbox, schedules, schema, serve
+from acta.cli import alerts, demo, gates, jobs, outbox, schedules, schema, serve, settings
 from acta.cli.command import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -58,13 +58,14 @@ EPILOG = (
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``worker``, ``schema``, ``jobs``, ``gates``, ``schedules``, ``alerts``, ``demo`` and
-    ``outbox`` to a subcommand set."""
+    """Add ``worker``, ``schema``, ``jobs``, ``gates``, ``schedules``, ``settings``, ``alerts``,
+    ``demo`` and ``outbox`` to a subcommand set."""
     serve.register(commands)
     schema.register(commands)
     jobs.register(commands)
     gates.register(commands)
     schedules.register(commands)
+    settings.register(commands)
     alerts.register(commands)
     demo.register(commands)
     outbox.register(commands)

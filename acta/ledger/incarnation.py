@@ -14,6 +14,8 @@ import json
 from collections.abc import Sequence
 from datetime import datetime
 
+from acta.contract import Contract
+from acta.ledger import contract
 from acta.ledger.enqueue import enqueue, ensure_definitions
 from acta.ledger.events import worker_event
 from acta.ledger.schedule import Declared, sync_declared
@@ -37,6 +39,8 @@ def register(
     slots: Sequence[NewJob],
     now: datetime | None,
     declared: Sequence[Declared] = (),
+    contracts: Sequence[Contract] = (),
+    drift: str = "warn",
 ) -> Verb[Registration]:
     """Upsert the definitions this build declares, add the worker row, ensure the slots, and
     bring the ledger's schedules in line with the ones this build ``declared``."""
@@ -72,7 +76,12 @@ def register(
     keys = {slot.dedup_key or "": row.job_id for slot, row in zip(slots, written, strict=True)}
     if declared:
         yield from sync_declared(namespace_id, ids, keys, declared, now)
-    return Registration(worker_id, namespace_id, ids, keys)
+    drifts: list[str] = []
+    if contracts and drift != "off":
+        drifts = yield from contract.check_contracts(
+            namespace_id, ids, contracts, drift, worker.incarnation, now
+        )
+    return Registration(worker_id, namespace_id, ids, keys, tuple(drifts))
 
 
 def heartbeat(

@@ -87,6 +87,11 @@ class EventCode(Coded):
     DELIVERED = 48, "The outbox relay delivered this job from a staged row; message names it."
     QUARANTINED = 49, "The outbox relay could not admit a staged row and quarantined it."
     QUARANTINE_DECIDED = 60, "An operator requeued or discarded a quarantined outbox row."
+    SETTING_CHANGED = 61, "A durable setting was set or deleted; message names it and says why."
+    CONTRACT_CHANGED = (
+        62,
+        ("A worker registered a job whose input or result shape differs from the recorded one."),
+    )
     ALERT_RESOLVED = (
         80,
         "An alert was resolved: by an operator, or by sys.alerts after a later success.",
@@ -176,6 +181,12 @@ class Misfire(Coded):
     CATCH_UP = 1, "A late schedule fires once, for its oldest due instant, covering the rest."
 
 
+class SettingScope(Coded):
+    GLOBAL = 1, "Applies to every namespace of the ledger."
+    NAMESPACE = 2, "Applies to one namespace; wins over a global value."
+    DEFINITION = 3, "Applies to one job name in one namespace; wins over the other two."
+
+
 class Control(Coded):
     NONE = 0, "No pending request."
     CANCEL = 1, "Cancel the job when its current run ends."
@@ -196,6 +207,7 @@ FAMILIES: dict[type[Coded], str] = {
     AlertKind: "alert_kind",
     AlertSeverity: "alert_severity",
     Misfire: "misfire",
+    SettingScope: "setting_scope",
 }
 
 ALL_FAMILIES: tuple[type[Coded], ...] = tuple(FAMILIES)
@@ -216,6 +228,8 @@ ALWAYS_AUDITED = frozenset(
         EventCode.QUARANTINED,
         EventCode.QUARANTINE_DECIDED,
         EventCode.PURGED,
+        EventCode.SETTING_CHANGED,
+        EventCode.CONTRACT_CHANGED,
     }
 )
 FAILURE_EVENTS = frozenset({EventCode.RETRY_SCHEDULED, EventCode.FAILED}) | ALWAYS_AUDITED

@@ -82,6 +82,10 @@ _ABOUT: dict[str, tuple[str, str]] = {
         "How urgent an alert is.",
         "Stored in `alerts.severity`; shown as `severity` in `alerts_view`.",
     ),
+    "setting_scope": (
+        "Where a durable setting applies.",
+        "Stored in `settings.scope`; shown as `scope` in `settings_view`.",
+    ),
     "misfire": (
         "What a schedule does when it comes due late (after an outage or a pause).",
         "Stored in `schedules.misfire`; shown as `misfire` in `schedules_view`.",

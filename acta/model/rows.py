@@ -99,6 +99,8 @@ class Registration:
     definition_ids: dict[str, int]
     slot_ids: dict[str, int]
     """The recurring slots the registration ensured, by their deduplication key."""
+    drifts: tuple[str, ...] = ()
+    """Contract drifts the ``warn`` policy let through, one line each (to log)."""
 
     @property
     def recovery_job_id(self) -> int:

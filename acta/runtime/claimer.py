@@ -65,10 +65,14 @@ class Claimer:
 
     async def claim_system(self) -> Run | None:
         """Lease the recovery slot if it is due, whatever this worker's load."""
-        ledger, me = self.ledger, self.identity
-        if not me.recovery_job_id:
+        if not self.identity.recovery_job_id:
             return None
-        args = (me.worker_id, me.namespace_id, me.recovery_job_id, self.lease // _MS, ledger.now())
+        return await self.claim_one(self.identity.recovery_job_id)
+
+    async def claim_one(self, job_id: int) -> Run | None:
+        """Lease one given job if it is ready and due (None otherwise)."""
+        ledger, me = self.ledger, self.identity
+        args = (me.worker_id, me.namespace_id, job_id, self.lease // _MS, ledger.now())
         job = await ledger.run_async(lambda: claim_job(*args), name="claim")
         return None if job is None else Run(job, asyncio.get_running_loop())
 

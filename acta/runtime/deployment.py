@@ -27,6 +27,10 @@ class Deployment:
     """Rung by this process's producers after they commit an enqueue."""
     outbox: OutboxSource | None = None
     """Where this deployment's workers relay staged outbox rows from (``sys.outbox``)."""
+    contract_drift: str = "warn"
+    """What a worker does when its build's job shapes differ from the recorded ones: ``warn``
+    (log it, record the new shape, write a contract-changed event), ``refuse`` (do not
+    start), or ``off`` (do not compare)."""
 
     @property
     def clock(self) -> Clock:

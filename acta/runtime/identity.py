@@ -55,6 +55,7 @@ class Identity:
         system: Sequence[JobDefinition[Any, Any]],
         slots: Sequence[tuple[JobDefinition[Any, Any], str, timedelta]],
         declared: Sequence[Declared] = (),
+        drift: str = "warn",
     ) -> Callable[[], Verb[Registration]]:
         """Take a new incarnation name and return the registration verb for it: this build's
         handled definitions and acta's ``system`` ones, and the recurring ``slots`` it runs,
@@ -86,7 +87,10 @@ class Identity:
             settings.executors,
             settings.heartbeat // _MS,
         )
-        return lambda: register(namespace, specs, worker, jobs, now, declared)
+        contracts = [] if drift == "off" else [d.contract() for d in registry.handled().values()]
+        return lambda: register(
+            namespace, specs, worker, jobs, now, declared, contracts=contracts, drift=drift
+        )
 
     def registered_as(self, registration: Registration) -> dict[str, int]:
         """Take the ids a registration returned; the definition ids, for the claimer."""

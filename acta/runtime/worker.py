@@ -231,8 +231,11 @@ class Worker:
                 for d in self._scheduled()
                 for name, schedule in d.policy.schedules
             ],
+            drift=self.deployment.contract_drift,
         )
         registration = await ledger.run_async(make, name="register")
+        for drift in registration.drifts:
+            log.warning("contract drift: %s", drift)
         self.claimer.learn(me.registered_as(registration))
         self._heartbeat_loop.due = self.clock.now() + self.heartbeat
         log.info("worker %s registered in namespace %r", me.incarnation, self.namespace)
@@ -276,6 +279,15 @@ class Worker:
             names = (r.job.name for r in runs if r.job.name not in SYSTEM_JOBS)
             self.ledger.telemetry.claimed(self.namespace, names)
         return runs
+
+    async def claim_one(self, job_id: int) -> Run | None:
+        """Lease one given job if it is ready and due (``acta jobs debug``); None otherwise."""
+        await self.ensure_registered()
+        self._loop = asyncio.get_running_loop()
+        run = await self.claimer.claim_one(job_id)
+        if run is not None:
+            self.runs[job_id] = run
+        return run
 
     async def execute(self, run: Run) -> RunEnd:
         """Run one claimed job once an executor is free (buffered runs may wait here).

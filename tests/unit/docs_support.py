@@ -195,6 +195,15 @@ def _scenario(app: Acta, host: Host) -> None:
     send_receipt.enqueue("ORD-9", delay="2h", priority=5)
     _schedules(app, host)
     _alerts(app, host)
+    app.settings.set("export.batch", 500, scope="global", expected_version=0)
+    app.settings.set(
+        "export.batch",
+        {"size": 50},
+        job="send-receipt",
+        expected_version=0,
+        actor="ann",
+        reason="the mail relay throttles",
+    )
 
 
 def _schedules(app: Acta, host: Host) -> None:

@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "acta.codec",
             "acta.annotation",
             "acta.shape",
+            "acta.contract",
             "acta.ids",
             "acta.clock",
             "acta.backoff",
@@ -53,6 +54,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "acta.overrides",
             "acta.signals",
             "acta.schedules",
+            "acta.settings",
             "acta.waiting",
             "acta.alerts",
             # Channels and routes: declared by the application, read by sys.alerts.

@@ -37,6 +37,17 @@ CREATE TABLE {schema}.codes (
     CONSTRAINT codes_pkey PRIMARY KEY (family, code)
 );
 
+-- table contracts
+CREATE TABLE {schema}.contracts (
+    definition_id bigint NOT NULL,
+    fingerprint text NOT NULL,
+    shape text NOT NULL,
+    recorded_at timestamp with time zone NOT NULL,
+    recorded_by text NOT NULL,
+    CONSTRAINT contracts_definition_id_fkey FOREIGN KEY (definition_id) REFERENCES {schema}.definitions(id),
+    CONSTRAINT contracts_pkey PRIMARY KEY (definition_id)
+);
+
 -- table definitions
 CREATE TABLE {schema}.definitions (
     id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
@@ -297,6 +308,27 @@ CREATE TABLE {schema}.schedules (
     CONSTRAINT schedules_slot_id_fkey FOREIGN KEY (slot_id) REFERENCES {schema}.jobs(id)
 );
 
+-- table settings
+CREATE TABLE {schema}.settings (
+    id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+    scope smallint NOT NULL,
+    namespace_id bigint,
+    definition_id bigint,
+    name text NOT NULL,
+    value text NOT NULL,
+    version integer DEFAULT 1 NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    updated_by text NOT NULL,
+    reason text NOT NULL,
+    CONSTRAINT settings_check CHECK ((scope = 1) = (namespace_id IS NULL)),
+    CONSTRAINT settings_check1 CHECK ((scope = 3) = (definition_id IS NOT NULL)),
+    CONSTRAINT settings_definition_id_fkey FOREIGN KEY (definition_id) REFERENCES {schema}.definitions(id),
+    CONSTRAINT settings_namespace_id_fkey FOREIGN KEY (namespace_id) REFERENCES {schema}.namespaces(id),
+    CONSTRAINT settings_pkey PRIMARY KEY (id),
+    CONSTRAINT settings_scope_check CHECK (scope = ANY (ARRAY[1, 2, 3])),
+    CONSTRAINT settings_version_check CHECK (version >= 1)
+);
+
 -- table signals
 CREATE TABLE {schema}.signals (
     job_id bigint NOT NULL,
@@ -379,6 +411,9 @@ CREATE UNIQUE INDEX alerts_pkey ON {schema}.alerts USING btree (id);
 
 -- index codes_pkey on codes
 CREATE UNIQUE INDEX codes_pkey ON {schema}.codes USING btree (family, code);
+
+-- index contracts_pkey on contracts
+CREATE UNIQUE INDEX contracts_pkey ON {schema}.contracts USING btree (definition_id);
 
 -- index definitions_id_namespace_id_key on definitions
 CREATE UNIQUE INDEX definitions_id_namespace_id_key ON {schema}.definitions USING btree (id, namespace_id);
@@ -493,6 +528,18 @@ CREATE UNIQUE INDEX schedules_namespace_id_definition_id_name_key ON {schema}.sc
 
 -- index schedules_pkey on schedules
 CREATE UNIQUE INDEX schedules_pkey ON {schema}.schedules USING btree (id);
+
+-- index settings_definition on settings
+CREATE UNIQUE INDEX settings_definition ON {schema}.settings USING btree (name, definition_id) WHERE (scope = 3);
+
+-- index settings_global on settings
+CREATE UNIQUE INDEX settings_global ON {schema}.settings USING btree (name) WHERE (scope = 1);
+
+-- index settings_namespace on settings
+CREATE UNIQUE INDEX settings_namespace ON {schema}.settings USING btree (name, namespace_id) WHERE (scope = 2);
+
+-- index settings_pkey on settings
+CREATE UNIQUE INDEX settings_pkey ON {schema}.settings USING btree (id);
 
 -- index signals_pkey on signals
 CREATE UNIQUE INDEX signals_pkey ON {schema}.signals USING btree (job_id, name);
@@ -741,6 +788,22 @@ SELECT n.name AS namespace,
      JOIN {schema}.jobs j ON j.id = s.slot_id
      LEFT JOIN {schema}.runtime r ON r.job_id = s.slot_id
      JOIN {schema}.codes m ON m.family = 'misfire'::text AND m.code = s.misfire;
+
+-- view settings_view
+CREATE VIEW {schema}.settings_view AS
+SELECT st.name,
+    c.name AS scope,
+    n.name AS namespace,
+    d.name AS job_name,
+    st.value,
+    st.version,
+    st.updated_at,
+    st.updated_by,
+    st.reason
+   FROM {schema}.settings st
+     JOIN {schema}.codes c ON c.family = 'setting_scope'::text AND c.code = st.scope
+     LEFT JOIN {schema}.namespaces n ON n.id = st.namespace_id
+     LEFT JOIN {schema}.definitions d ON d.id = st.definition_id;
 
 -- view steps_view
 CREATE VIEW {schema}.steps_view AS

@@ -61,6 +61,18 @@ CREATE INDEX acta_runtime_leases
 -- index acta_schedules_by_slot
 CREATE INDEX acta_schedules_by_slot ON acta_schedules (slot_id);
 
+-- index acta_settings_definition
+CREATE UNIQUE INDEX acta_settings_definition
+    ON acta_settings (name, definition_id) WHERE scope = 3;
+
+-- index acta_settings_global
+CREATE UNIQUE INDEX acta_settings_global
+    ON acta_settings (name) WHERE scope = 1;
+
+-- index acta_settings_namespace
+CREATE UNIQUE INDEX acta_settings_namespace
+    ON acta_settings (name, namespace_id) WHERE scope = 2;
+
 -- index acta_workers_active
 CREATE INDEX acta_workers_active
     ON acta_workers (namespace_id, heartbeat_at) WHERE status = 1;
@@ -87,6 +99,18 @@ CREATE TABLE acta_codes (
     description TEXT    NOT NULL,
     PRIMARY KEY (family, code)
 ) WITHOUT ROWID;
+
+-- table acta_contracts
+CREATE TABLE acta_contracts (
+    definition_id INTEGER PRIMARY KEY REFERENCES acta_definitions (id),
+    -- A digest of shape: equal shapes, equal fingerprints.
+    fingerprint   TEXT    NOT NULL,
+    -- The shape as JSON: {"input": ..., "result": ...}.
+    shape         TEXT    NOT NULL,
+    recorded_at   TEXT    NOT NULL,
+    -- The worker incarnation that recorded it.
+    recorded_by   TEXT    NOT NULL
+);
 
 -- table acta_definitions
 CREATE TABLE acta_definitions (
@@ -310,6 +334,25 @@ CREATE TABLE acta_schedules (
     CHECK ((pending_at IS NULL) = (pending_cursor IS NULL)),
     UNIQUE (namespace_id, definition_id, name),
     FOREIGN KEY (definition_id, namespace_id) REFERENCES acta_definitions (id, namespace_id)
+);
+
+-- table acta_settings
+CREATE TABLE acta_settings (
+    id            INTEGER PRIMARY KEY,
+    -- 1 global, 2 namespace, 3 definition (the setting_scope codes).
+    scope         INTEGER NOT NULL CHECK (scope IN (1, 2, 3)),
+    namespace_id  INTEGER REFERENCES acta_namespaces (id),
+    definition_id INTEGER REFERENCES acta_definitions (id),
+    name          TEXT    NOT NULL,
+    -- The value as JSON text.
+    value         TEXT    NOT NULL,
+    version       INTEGER NOT NULL DEFAULT 1 CHECK (version >= 1),
+    updated_at    TEXT    NOT NULL,
+    -- Who wrote it last (the actor an operator surface passes), and why.
+    updated_by    TEXT    NOT NULL,
+    reason        TEXT    NOT NULL,
+    CHECK ((scope = 1) = (namespace_id IS NULL)),
+    CHECK ((scope = 3) = (definition_id IS NOT NULL))
 );
 
 -- table acta_signals
@@ -590,6 +633,23 @@ JOIN acta_definitions d ON d.id = s.definition_id
 JOIN acta_jobs j        ON j.id = s.slot_id
 LEFT JOIN acta_runtime r ON r.job_id = s.slot_id
 JOIN acta_codes m       ON m.family = 'misfire' AND m.code = s.misfire;
+
+-- view acta_settings_view
+CREATE VIEW acta_settings_view AS
+SELECT
+    st.name,
+    c.name        AS scope,
+    n.name        AS namespace,
+    d.name        AS job_name,
+    st.value,
+    st.version,
+    st.updated_at,
+    st.updated_by,
+    st.reason
+FROM acta_settings st
+JOIN acta_codes c            ON c.family = 'setting_scope' AND c.code = st.scope
+LEFT JOIN acta_namespaces n  ON n.id = st.namespace_id
+LEFT JOIN acta_definitions d ON d.id = st.definition_id;
 
 -- view acta_steps_view
 CREATE VIEW acta_steps_view AS
