@@ -1,0 +1,3 @@
+-- Placeholder so this branch's migration 0007 has no gap; another branch owns 0005.
+-- Drop this file at merge.
+SELECT 1;
