@@ -31,6 +31,7 @@ from acta.provider.factory import open_provider
 from acta.provider.protocol import Provider
 from acta.reader import Reader
 from acta.registry import JobLike, Registry
+from acta.repair import Repairs
 from acta.runtime.deployment import Deployment
 from acta.runtime.worker import Worker
 from acta.schedules import Schedules
@@ -92,6 +93,12 @@ class Acta(Reader):
         """The recurring schedules of this namespace: list, preview, pause, resume, trigger,
         override (see docs/guide/schedules.md)."""
         return Schedules(self._current_ledger, self.namespace)
+
+    @property
+    def repairs(self) -> Repairs:
+        """Repair verbs: restart, reschedule, amend, pause, resume, retire, purge, one job or
+        many (see docs/guide/repair.md)."""
+        return Repairs(self._current_ledger, self.registry, self.namespace)
 
     @property
     def provider(self) -> Provider:

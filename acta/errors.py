@@ -133,3 +133,14 @@ class WaitTimeoutError(ActaError, TimeoutError):
 
 class ScheduleNotFoundError(ActaError, LookupError):
     """No schedule by that job name (and schedule name) in this namespace."""
+
+
+class JobStateError(ConflictError):
+    """An operator verb met a job in a state it does not apply to (restart a running job,
+    reschedule a finished one). ``state`` names the state found; ``allowed`` the ones the verb
+    takes. Nothing was written."""
+
+    def __init__(self, message: str, state: str, allowed: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.state = state
+        self.allowed = allowed

@@ -76,6 +76,7 @@ def _claimed(row: Mapping[str, Any]) -> Claimed:
         deadline_strict=bool(row["deadline_strict"]),
         parent_ref=row["parent_ref"],
         root_ref=row["root_ref"],
+        max_attempts=row.get("max_attempts"),
     )
 
 

@@ -83,6 +83,26 @@ class EventCode(Coded):
     DELIVERED = 48, "The outbox relay delivered this job from a staged row; message names it."
     QUARANTINED = 49, "The outbox relay could not admit a staged row and quarantined it."
     QUARANTINE_DECIDED = 60, "An operator requeued or discarded a quarantined outbox row."
+    RESTARTED = (
+        61,
+        "An operator restarted a finished job with its stored input; message names the "
+        "previous outcome.",
+    )
+    AMENDED = (
+        62,
+        "An operator changed the priority, attempt limit or tags of a waiting job; detail has "
+        "old and new values.",
+    )
+    RUN_AT_CHANGED = 63, "An operator moved a waiting job's next run to next_run_at."
+    CLAIMS_PAUSED = (
+        64,
+        "An operator paused claims of a definition or a namespace; message names which.",
+    )
+    CLAIMS_RESUMED = (
+        65,
+        "An operator resumed claims of a definition or a namespace; message names which.",
+    )
+    RETIRED = 66, "An operator retired a definition: paused for good, its queue cancelled."
     WORKER_STARTED = 50, "A worker incarnation registered."
     WORKER_STOPPED = 51, "A worker shut down cleanly."
     WORKER_DIED = 52, "A silent worker was declared dead by recovery."

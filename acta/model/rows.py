@@ -128,6 +128,8 @@ class Claimed:
     deadline_strict: bool = False
     parent_ref: str | None = None
     root_ref: str | None = None
+    max_attempts: int | None = None
+    """The job's own attempt limit (an operator's amend); None: its definition's."""
 
 
 @dataclass(frozen=True, slots=True)

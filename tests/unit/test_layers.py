@@ -50,6 +50,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "acta.overrides",
             "acta.signals",
             "acta.schedules",
+            "acta.repair",
             "acta.waiting",
             # Staging builds requests (definitions) and writes on the caller's connection
             # (the provider's caller_tx helper); it must never reach the runtime.
