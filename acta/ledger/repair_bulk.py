@@ -203,10 +203,11 @@ def purge_batch(
 
 
 def cancel_queue(
-    definition_id: int, who: Who, now: datetime | None, after_id: int, limit: int = BATCH
+    definition_id: int, who: Who, now: datetime | None, after_id: int, limit: int | None = None
 ) -> Verb[BatchReport]:
     """Cancel up to ``limit`` waiting (not running) jobs of a retired definition, after
     job id ``after_id``. Recurring slots are left alone: paused with it, they never run."""
+    limit = BATCH if limit is None else limit
     params = {"definition_id": definition_id, "after_id": after_id, "limit": limit}
     rows = yield fetch_all("repair_queued_of", params)
     last = max([after_id, *(row["job_id"] for row in rows)])
