@@ -12,7 +12,7 @@ import argparse
 from typing import Any
 
 from acta.app import Acta
-from acta.cli import durable, render
+from acta.cli import durable, render, repair
 from acta.cli.command import EXIT_OK, HANDLER
 from acta.cli.ledger import add_ledger_options, open_reader, resolve_ledger
 from acta.errors import InputDecodeError
@@ -89,6 +89,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     events.set_defaults(**{HANDLER: events_command})
 
     durable.register(sub)
+    repair.register_jobs(sub)
 
 
 def _ref(text: str) -> str:

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 
 from acta import __version__
 from acta.app import Acta
-from acta.cli import demo, gates, jobs, outbox, schedules, schema, serve
+from acta.cli import demo, gates, jobs, outbox, repair, schedules, schema, serve
 from acta.cli.command import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -58,8 +58,8 @@ EPILOG = (
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``worker``, ``schema``, ``jobs``, ``gates``, ``schedules``, ``demo`` and ``outbox``
-    to a subcommand set."""
+    """Add ``worker``, ``schema``, ``jobs``, ``gates``, ``schedules``, ``demo``, ``outbox``,
+    ``definitions`` and ``namespaces`` to a subcommand set."""
     serve.register(commands)
     schema.register(commands)
     jobs.register(commands)
@@ -67,6 +67,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     schedules.register(commands)
     demo.register(commands)
     outbox.register(commands)
+    repair.register(commands)
 
 
 def build_parser(prog: str = "acta") -> argparse.ArgumentParser:
