@@ -22,25 +22,22 @@ from acta.ids import JobRef
 from acta.instant import check_instant
 from acta.ledger import repair as verbs
 from acta.ledger import repair_bulk as bulk
-from acta.ledger.control import check_reason
 from acta.ledger.facade import Ledger
-from acta.ledger.repair import Amendment, Who
+from acta.ledger.repair import Amendment
 from acta.ledger.repair_bulk import BatchReport, JobFilter
 from acta.model.codes import JobStatus
 from acta.model.rows import JobInfo
 from acta.names import (
     validate_job_name,
-    validate_key,
     validate_namespace,
     validate_tags,
-    validate_text,
 )
-from acta.policy.job import MAX_ATTEMPTS_LIMIT, validate_priority
+from acta.policy.job import validate_priority
 from acta.provider.verb import Verb
 from acta.registry import Registry
+from acta.repair_checks import check_max_attempts, check_who, job_filter
 
 T = TypeVar("T")
-ACTOR_MAX = 200
 DEFAULT_ACTOR = "api"
 Batch = Callable[[int], Callable[[], Verb[BatchReport]]]
 
@@ -103,7 +100,7 @@ class Repairs:
         return await self._run_async(self._restart(ref, reason, actor))
 
     def _restart(self, ref: JobRef | str, reason: str, actor: str) -> Callable[[], Verb[JobInfo]]:
-        key, who, ns, now = _ref(ref), _who(actor, reason), self.namespace, self._now()
+        key, who, ns, now = _ref(ref), check_who(actor, reason), self.namespace, self._now()
         return lambda: verbs.restart(key, ns, who, now)
 
     def reschedule(
@@ -130,7 +127,7 @@ class Repairs:
     def _reschedule(
         self, ref: JobRef | str, at: datetime | None, reason: str, actor: str
     ) -> Callable[[], Verb[JobInfo]]:
-        key, who, ns, now = _ref(ref), _who(actor, reason), self.namespace, self._now()
+        key, who, ns, now = _ref(ref), check_who(actor, reason), self.namespace, self._now()
         when = None if at is None else check_instant(at, "at")
         return lambda: verbs.reschedule(key, ns, when, who, now)
 
@@ -169,10 +166,10 @@ class Repairs:
         reason: str,
         actor: str,
     ) -> Callable[[], Verb[JobInfo]]:
-        key, who, ns, now = _ref(ref), _who(actor, reason), self.namespace, self._now()
+        key, who, ns, now = _ref(ref), check_who(actor, reason), self.namespace, self._now()
         change = Amendment(
             priority=None if priority is None else validate_priority(priority),
-            max_attempts=None if max_attempts is None else _max_attempts(max_attempts),
+            max_attempts=None if max_attempts is None else check_max_attempts(max_attempts),
             tags=None if tags is None else validate_tags(tags),
         )
         if change == Amendment():
@@ -212,7 +209,7 @@ class Repairs:
     def _pause(self, name: str, paused: bool, reason: str, actor: str) -> Callable[[], Verb[bool]]:
         job, who, ns, now = (
             validate_job_name(name),
-            _who(actor, reason),
+            check_who(actor, reason),
             self.namespace,
             self._now(),
         )
@@ -259,7 +256,7 @@ class Repairs:
         self, namespace: str | None, paused: bool, reason: str, actor: str
     ) -> Callable[[], Verb[bool]]:
         ns = self.namespace if namespace is None else validate_namespace(namespace)
-        who, now = _who(actor, reason), self._now()
+        who, now = check_who(actor, reason), self._now()
         return lambda: verbs.pause_namespace(ns, paused, who, now)
 
     def retire_definition(
@@ -283,7 +280,7 @@ class Repairs:
     ) -> tuple[Callable[[], Verb[int]], Callable[[int, int], Callable[[], Verb[BatchReport]]]]:
         job, who, ns, now = (
             validate_job_name(name),
-            _who(actor, reason),
+            check_who(actor, reason),
             self.namespace,
             self._now(),
         )
@@ -332,8 +329,8 @@ class Repairs:
         self, filters: dict[str, object], reason: str, actor: str
     ) -> tuple[JobFilter, Batch]:
         flt, who, ns, now = (
-            _filter(filters, _TERMINAL, "restart"),
-            _who(actor, reason),
+            job_filter(filters, _TERMINAL, "restart"),
+            check_who(actor, reason),
             self.namespace,
             self._now(),
         )
@@ -364,8 +361,8 @@ class Repairs:
         self, filters: dict[str, object], reason: str, actor: str
     ) -> tuple[JobFilter, Batch]:
         flt, who, ns, now = (
-            _filter(filters, _UNFINISHED, "cancel"),
-            _who(actor, reason),
+            job_filter(filters, _UNFINISHED, "cancel"),
+            check_who(actor, reason),
             self.namespace,
             self._now(),
         )
@@ -397,7 +394,7 @@ class Repairs:
     def _reschedule_many(
         self, at: datetime | None, filters: dict[str, object], reason: str, actor: str
     ) -> tuple[JobFilter, Batch]:
-        flt, who = _filter(filters, verbs.RESCHEDULABLE, "reschedule"), _who(actor, reason)
+        flt, who = job_filter(filters, verbs.RESCHEDULABLE, "reschedule"), check_who(actor, reason)
         when = None if at is None else check_instant(at, "at")
         ns, now = self.namespace, self._now()
         return (
@@ -434,8 +431,8 @@ class Repairs:
     ) -> tuple[JobFilter, Batch]:
         given = {**filters, "finished_before": check_instant(before, "before")}
         flt, who, ns, now = (
-            _filter(given, _TERMINAL, "purge"),
-            _who(actor, reason),
+            job_filter(given, _TERMINAL, "purge"),
+            check_who(actor, reason),
             self.namespace,
             self._now(),
         )
@@ -478,100 +475,5 @@ class Repairs:
         return self._ledger().now()
 
 
-# -- argument checks ----------------------------------------------------------------------
-
-_FILTERS = (
-    "status",
-    "name",
-    "tag",
-    "correlation_key",
-    "created_after",
-    "created_before",
-    "finished_before",
-)
-
-
 def _ref(ref: JobRef | str) -> str:
     return str(JobRef.coerce(ref))
-
-
-def _who(actor: str, reason: str) -> Who:
-    return Who(validate_text(actor, field="actor", max_length=ACTOR_MAX), check_reason(reason))
-
-
-def _max_attempts(value: object) -> int:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or not 1 <= value <= MAX_ATTEMPTS_LIMIT
-    ):
-        raise ValidationError(
-            "max_attempts", f"got {value!r}", f"an int from 1 to {MAX_ATTEMPTS_LIMIT}"
-        )
-    return value
-
-
-def _filter(given: dict[str, object], allowed: tuple[JobStatus, ...], verb: str) -> JobFilter:
-    """A checked filter; its statuses default to every status the verb takes."""
-    unknown = sorted(set(given) - set(_FILTERS))
-    if unknown:
-        raise ValidationError(
-            "filter", f"unknown {', '.join(unknown)}", f"one of {', '.join(_FILTERS)}"
-        )
-    statuses = _statuses(given.get("status"), allowed, verb)
-    name, tag, key = given.get("name"), given.get("tag"), given.get("correlation_key")
-    instants = {
-        k: None if given.get(k) is None else check_instant(given[k], k)
-        for k in ("created_after", "created_before", "finished_before")
-    }
-    after, before = instants["created_after"], instants["created_before"]
-    if after is not None and before is not None and after >= before:
-        raise ValidationError(
-            "created_after",
-            f"{after} is not before created_before {before}",
-            "an empty time range matches nothing; give after < before",
-        )
-    flt = JobFilter(
-        statuses=(),
-        name=None if name is None else validate_job_name(_text(name, "name")),
-        tag=None if tag is None else validate_key(_text(tag, "tag"), field="tag", max_length=64),
-        correlation_key=None
-        if key is None
-        else validate_key(_text(key, "correlation_key"), field="correlation_key"),
-        **instants,
-    )
-    if flt.empty and "status" not in given:
-        raise ValidationError(
-            "filter",
-            f"a bulk {verb} needs at least one filter",
-            f"one of {', '.join(_FILTERS)} (a status alone is enough)",
-        )
-    return JobFilter(statuses, flt.name, flt.tag, flt.correlation_key, **instants)
-
-
-def _text(value: object, field: str) -> str:
-    if not isinstance(value, str):
-        raise ValidationError(field, f"got {value!r}", "a str")
-    return value
-
-
-def _statuses(value: object, allowed: tuple[JobStatus, ...], verb: str) -> tuple[JobStatus, ...]:
-    if value is None:
-        return allowed
-    items = [value] if isinstance(value, str | JobStatus) else value
-    if not isinstance(items, Iterable):
-        raise ValidationError("status", f"got {value!r}", "a status name or a list of them")
-    out: list[JobStatus] = []
-    names = {s.label: s for s in JobStatus}
-    for item in items:
-        status = item if isinstance(item, JobStatus) else names.get(str(item))
-        if status is None or status not in allowed:
-            raise ValidationError(
-                "status",
-                f"{item!r} is not a status {verb} takes",
-                f"one of {', '.join(s.label for s in allowed)}",
-            )
-        out.append(status)
-    if not out:
-        raise ValidationError("status", "an empty list", "at least one status")
-    return tuple(dict.fromkeys(out))

@@ -10,7 +10,7 @@ import pytest
 
 from acta import Acta, EventCode, JobStatus
 from acta.errors import JobNotFoundError, JobStateError, ValidationError
-from acta_testing import Host
+from acta_testing import AsyncHost, Host
 
 if TYPE_CHECKING:
     from conformance.conftest import Ledger
@@ -209,3 +209,43 @@ def test_amend_refuses_finished_jobs_and_bad_values(
         with pytest.raises(ValidationError):
             acta_app.repairs.amend(waiting, **bad)  # type: ignore[arg-type]
     assert ledger.snapshot() == before
+
+
+# -- the async twins -----------------------------------------------------------------------
+
+
+async def test_async_twins_run_the_same_verbs(acta_app: Acta, acta_async_host: AsyncHost) -> None:
+    healthy = {"ok": False}
+
+    @acta_app.job("ping", max_attempts=1)
+    async def ping(n: int) -> int:
+        if not healthy["ok"]:
+            raise RuntimeError("down")
+        return n
+
+    refs = [await ping.enqueue_async(n) for n in range(2)]
+    await acta_async_host.run_until_idle()
+    repairs = acta_app.repairs
+    healthy["ok"] = True
+    one = await repairs.restart_async(refs[0], actor="async-op")
+    assert one.status is JobStatus.READY
+    counted = await repairs.restart_many_async(name="ping", dry_run=True)
+    assert counted.matched == 1  # the other one is ready now, not finished
+    assert (await repairs.restart_many_async(name="ping")).changed == 1
+    assert await repairs.pause_definition_async("ping")
+    later = await ping.enqueue_async(7, delay="1h")
+    moved = await repairs.reschedule_async(later)
+    assert moved.next_run_at == acta_async_host.clock.now()
+    amended = await repairs.amend_async(later, priority=3)
+    assert amended.priority == 3
+    await acta_async_host.run_until_idle()
+    assert (await acta_app.get_async(later)).status is JobStatus.READY  # paused: not claimed
+    assert await repairs.resume_definition_async("ping")
+    assert await repairs.pause_namespace_async() and await repairs.resume_namespace_async()
+    await acta_async_host.run_until_idle()
+    assert [await acta_app.result_async(r) for r in [*refs, later]] == [0, 1, 7]
+    assert (await repairs.cancel_many_async(name="ping", dry_run=True)).matched == 0
+    before = acta_async_host.clock.now() + timedelta(seconds=1)
+    assert (await repairs.purge_async(before=before, name="ping")).changed == 3
+    report = await repairs.retire_definition_async("ping")
+    assert report.changed == 0

@@ -51,6 +51,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "acta.signals",
             "acta.schedules",
             "acta.repair",
+            "acta.repair_checks",
             "acta.waiting",
             # Staging builds requests (definitions) and writes on the caller's connection
             # (the provider's caller_tx helper); it must never reach the runtime.
