@@ -199,3 +199,29 @@ def test_scope_verbs_refuse_unknown_names_and_bad_input(
     with pytest.raises(ValidationError):
         acta_app.repairs.pause_definition("declared-only", reason=" ")
     assert ledger.snapshot() == before
+
+
+def test_a_paused_namespace_still_runs_acta_own_jobs(
+    acta_app: Acta, acta_host: Host, ledger: Ledger
+) -> None:
+    """Recovery keeps leases honest during a pause: the namespace's sys.* jobs are still
+    claimed, only the application's jobs wait."""
+
+    @acta_app.job("user-work")
+    def user_work() -> None:
+        pass
+
+    acta_host.tick()  # registers the worker and the recovery slot
+    acta_app.repairs.pause_namespace()
+    waiting = user_work.enqueue()
+    runs_before = ledger.value(
+        "SELECT executions FROM {schema}.jobs_view WHERE job_name = 'sys.recovery'"
+    )
+    acta_host.advance("5m")
+    acta_host.tick()
+    acta_host.tick()
+    runs_after = ledger.value(
+        "SELECT executions FROM {schema}.jobs_view WHERE job_name = 'sys.recovery'"
+    )
+    assert runs_after > runs_before
+    assert acta_app.get(waiting).status is JobStatus.READY

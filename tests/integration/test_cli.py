@@ -129,12 +129,17 @@ def test_schema_apply_then_up_to_date(tmp_path: Path, capsys: pytest.CaptureFixt
         "applied 0001_ledger\napplied 0002_gates\napplied 0003_durable\napplied 0004_recurring\n"
         in out
     )
-    assert "(4 applied)" in out
+    # 0005 and 0006 are this branch's placeholders for migrations other branches own.
+    assert "applied 0007_operations\n" in out
+    assert "(7 applied)" in out
     assert _query(path, "SELECT version FROM acta_migrations ORDER BY version") == [
         (1,),
         (2,),
         (3,),
         (4,),
+        (5,),
+        (6,),
+        (7,),
     ]
 
     assert main(["schema", "apply", "--database", f"sqlite:///{path}"]) == 0
@@ -151,6 +156,9 @@ def test_schema_apply_with_another_schema_name(
         ("gates",),
         ("durable",),
         ("recurring",),
+        ("reserved",),
+        ("reserved",),
+        ("operations",),
     ]
     assert main(["jobs", "list", "--database", str(path), "--schema", "ops"]) == 0
     assert "no jobs" in capsys.readouterr().out

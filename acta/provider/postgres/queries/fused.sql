@@ -27,8 +27,11 @@ WITH candidates AS MATERIALIZED (
       -- Paused definitions and namespaces are not claimed (see claim in claim.sql).
       AND r.definition_id NOT IN (SELECT d.id FROM {schema}.definitions d
                                   WHERE d.namespace_id = :namespace_id AND d.paused)
-      AND NOT EXISTS (SELECT 1 FROM {schema}.namespaces n
-                      WHERE n.id = :namespace_id AND n.paused)
+      -- A paused namespace still runs acta's own sys.* jobs: recovery keeps leases honest.
+      AND (NOT EXISTS (SELECT 1 FROM {schema}.namespaces n
+                       WHERE n.id = :namespace_id AND n.paused)
+           OR r.definition_id IN (SELECT d.id FROM {schema}.definitions d
+                                  WHERE d.namespace_id = :namespace_id AND d.name LIKE 'sys.%'))
       AND EXISTS (SELECT 1 FROM {schema}.workers w WHERE w.id = :worker_id AND w.status = 1)
     ORDER BY r.priority DESC, r.next_run_at, r.job_id
     LIMIT :limit

@@ -18,8 +18,11 @@ candidates AS (
       -- An operator's pause stops claims from the next claim on (runs already taken finish).
       AND r.definition_id NOT IN (SELECT d.id FROM {schema}.definitions d
                                   WHERE d.namespace_id = :namespace_id AND d.paused = 1)
-      AND NOT EXISTS (SELECT 1 FROM {schema}.namespaces n
-                      WHERE n.id = :namespace_id AND n.paused = 1)
+      -- A paused namespace still runs acta's own sys.* jobs: recovery keeps leases honest.
+      AND (NOT EXISTS (SELECT 1 FROM {schema}.namespaces n
+                       WHERE n.id = :namespace_id AND n.paused = 1)
+           OR r.definition_id IN (SELECT d.id FROM {schema}.definitions d
+                                  WHERE d.namespace_id = :namespace_id AND d.name LIKE 'sys.%'))
       AND (:only_job_id IS NULL OR r.job_id = :only_job_id)
       AND EXISTS (SELECT 1 FROM {schema}.workers w WHERE w.id = :worker_id AND w.status = 1)
     ORDER BY r.priority DESC, r.next_run_at, r.job_id
