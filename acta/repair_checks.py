@@ -76,7 +76,7 @@ def job_filter(given: dict[str, object], allowed: tuple[JobStatus, ...], verb: s
         else validate_key(_text(key, "correlation_key"), field="correlation_key"),
         **instants,
     )
-    if flt.empty and "status" not in given:
+    if flt.empty and given.get("status") is None:
         raise ValidationError(
             "filter",
             f"a bulk {verb} needs at least one filter",
