@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from acta.errors import ValidationError
 from acta.instant import check_instant
-from acta.ledger.control import check_reason
+from acta.ledger.control import MAX_REASON
 from acta.ledger.repair import Who
 from acta.ledger.repair_bulk import JobFilter
 from acta.model.codes import JobStatus
@@ -31,8 +31,16 @@ _FILTERS = (
 )
 
 
+REASON_MAX = MAX_REASON - ACTOR_MAX - 40
+"""The longest reason a repair verb takes: a bulk cancel stores it in a cancelled event's
+message with the actor around it, which must still fit ``MAX_REASON``."""
+
+
 def check_who(actor: str, reason: str) -> Who:
-    return Who(validate_text(actor, field="actor", max_length=ACTOR_MAX), check_reason(reason))
+    return Who(
+        validate_text(actor, field="actor", max_length=ACTOR_MAX),
+        validate_text(reason, field="reason", max_length=REASON_MAX),
+    )
 
 
 def check_max_attempts(value: object) -> int:

@@ -149,6 +149,7 @@ def test_bulk_verbs_refuse_bad_filters_and_write_nothing(
     bad_calls = [
         lambda: acta_app.repairs.cancel_many(),  # no filter at all
         lambda: acta_app.repairs.cancel_many(status=None, name=None),  # still no filter
+        lambda: acta_app.repairs.cancel_many(name="any", reason="x" * 800),  # too long
         lambda: acta_app.repairs.restart_many(status="ready"),  # not a status restart takes
         lambda: acta_app.repairs.reschedule_many(status="failed"),
         lambda: acta_app.repairs.cancel_many(status="no-such-status"),
