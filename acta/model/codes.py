@@ -84,25 +84,25 @@ class EventCode(Coded):
     QUARANTINED = 49, "The outbox relay could not admit a staged row and quarantined it."
     QUARANTINE_DECIDED = 60, "An operator requeued or discarded a quarantined outbox row."
     RESTARTED = (
-        61,
+        70,
         "An operator restarted a finished job with its stored input; message names the "
         "previous outcome.",
     )
     AMENDED = (
-        62,
+        71,
         "An operator changed the priority, attempt limit or tags of a waiting job; detail has "
         "old and new values.",
     )
-    RUN_AT_CHANGED = 63, "An operator moved a waiting job's next run to next_run_at."
+    RUN_AT_CHANGED = 72, "An operator moved a waiting job's next run to next_run_at."
     CLAIMS_PAUSED = (
-        64,
+        73,
         "An operator paused claims of a definition or a namespace; message names which.",
     )
     CLAIMS_RESUMED = (
-        65,
+        74,
         "An operator resumed claims of a definition or a namespace; message names which.",
     )
-    RETIRED = 66, "An operator retired a definition: paused for good, its queue cancelled."
+    RETIRED = 75, "An operator retired a definition: paused for good, its queue cancelled."
     WORKER_STARTED = 50, "A worker incarnation registered."
     WORKER_STOPPED = 51, "A worker shut down cleanly."
     WORKER_DIED = 52, "A silent worker was declared dead by recovery."

@@ -85,7 +85,7 @@ def test_restart_one_job_records_actor_and_reason(
     )
     assert code == 0 and out.startswith(f"restart {ref}: ready")
     [(detail,)] = _rows(
-        ledger, "SELECT detail FROM acta_events WHERE job_ref = ? AND code = 61", (ref,)
+        ledger, "SELECT detail FROM acta_events WHERE job_ref = ? AND code = 70", (ref,)
     )
     assert json.loads(detail)["actor"] == "ops:kim"
     assert json.loads(detail)["reason"] == "fixed upstream"

@@ -83,9 +83,9 @@ LEFT JOIN {schema}.codes lr  ON lr.family = 'reason' AND lr.code = le.reason;
 
 -- The new codes: the repair verbs.
 INSERT INTO {schema}.codes (family, code, name, description) VALUES
-    ('event', 61, 'restarted', 'An operator restarted a finished job with its stored input; message names the previous outcome.'),
-    ('event', 62, 'amended', 'An operator changed the priority, attempt limit or tags of a waiting job; detail has old and new values.'),
-    ('event', 63, 'run-at-changed', 'An operator moved a waiting job''s next run to next_run_at.'),
-    ('event', 64, 'claims-paused', 'An operator paused claims of a definition or a namespace; message names which.'),
-    ('event', 65, 'claims-resumed', 'An operator resumed claims of a definition or a namespace; message names which.'),
-    ('event', 66, 'retired', 'An operator retired a definition: paused for good, its queue cancelled.');
+    ('event', 70, 'restarted', 'An operator restarted a finished job with its stored input; message names the previous outcome.'),
+    ('event', 71, 'amended', 'An operator changed the priority, attempt limit or tags of a waiting job; detail has old and new values.'),
+    ('event', 72, 'run-at-changed', 'An operator moved a waiting job''s next run to next_run_at.'),
+    ('event', 73, 'claims-paused', 'An operator paused claims of a definition or a namespace; message names which.'),
+    ('event', 74, 'claims-resumed', 'An operator resumed claims of a definition or a namespace; message names which.'),
+    ('event', 75, 'retired', 'An operator retired a definition: paused for good, its queue cancelled.');
