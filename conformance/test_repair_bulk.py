@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from acta import Acta, EventCode, JobStatus
+from acta import Acta, EventCode, JobContext, JobStatus
 from acta.errors import ValidationError
 from acta_testing import Host
 
@@ -166,3 +166,30 @@ def test_bulk_verbs_refuse_bad_filters_and_write_nothing(
         with pytest.raises(ValidationError):
             call()
     assert ledger.snapshot() == before
+
+
+def test_purge_keeps_a_finished_child_while_its_parent_waits(
+    acta_app: Acta, acta_host: Host
+) -> None:
+    @acta_app.job("part")
+    async def part(path: str, ctx: JobContext) -> str:
+        if path == "slow":
+            await ctx.wait_signal("go")  # keeps the parent waiting
+        return path.upper()
+
+    @acta_app.job("whole")
+    async def whole(paths: list[str], ctx: JobContext) -> list[str]:
+        await ctx.spawn_many(part, paths, group="p")
+        outcomes = await ctx.wait_children()
+        return [o.result for o in outcomes]
+
+    parent = whole.enqueue(["fast", "slow"])
+    acta_host.run_until_idle()
+    assert acta_app.get(parent).status is JobStatus.SUSPENDED
+    acta_host.advance("1d")
+    report = acta_app.repairs.purge(before=acta_host.clock.now(), name="part")
+    assert (report.changed, report.skipped) == (0, 1)  # the finished child stays
+    slow = [j for j in acta_app.jobs(name="part") if j.status is not JobStatus.SUCCEEDED]
+    acta_app.signal(slow[0].job_ref, "go")
+    acta_host.run_until_idle()
+    assert acta_app.result(parent) == ["FAST", "SLOW"]

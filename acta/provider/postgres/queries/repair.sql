@@ -118,5 +118,9 @@ WHERE id IN (
     WHERE r.job_id IN (SELECT k.id::bigint FROM jsonb_array_elements_text(:job_ids::jsonb) AS k(id))
       AND r.status >= 100
       AND r.updated_at < COALESCE(:before::timestamptz, now())
-      AND NOT EXISTS (SELECT 1 FROM {schema}.schedules s WHERE s.slot_id = r.job_id))
+      AND NOT EXISTS (SELECT 1 FROM {schema}.schedules s WHERE s.slot_id = r.job_id)
+      -- A child whose parent has not finished stays: the parent reads its children's results.
+      AND NOT EXISTS (SELECT 1 FROM {schema}.jobs c
+                      JOIN {schema}.runtime pr ON pr.job_id = c.parent_id
+                      WHERE c.id = r.job_id AND pr.status < 100))
 RETURNING id AS job_id, job_ref, namespace_id;
