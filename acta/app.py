@@ -37,6 +37,7 @@ from acta.provider.factory import open_provider
 from acta.provider.protocol import Provider
 from acta.reader import Reader
 from acta.registry import JobLike, Registry
+from acta.repair import Repairs
 from acta.runtime.deployment import Deployment
 from acta.runtime.worker import Worker
 from acta.schedules import Schedules
@@ -144,6 +145,12 @@ class Acta(Reader):
         """The alerts of this namespace: list, get, acknowledge, resolve (see
         docs/guide/alerts.md)."""
         return Alerts(self._current_ledger, self.namespace)
+
+    @property
+    def repairs(self) -> Repairs:
+        """Repair verbs: restart, reschedule, amend, pause, resume, retire, purge, one job or
+        many (see docs/guide/repair.md)."""
+        return Repairs(self._current_ledger, self.registry, self.namespace)
 
     @property
     def provider(self) -> Provider:

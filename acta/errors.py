@@ -161,3 +161,14 @@ class ScheduleNotFoundError(ActaError, LookupError):
 class ContractDriftError(ConfigurationError):
     """A worker's build declares a job whose input or result shape differs from the one the
     ledger recorded, and the application refuses drift: the worker does not start."""
+
+
+class JobStateError(ConflictError):
+    """An operator verb met a job in a state it does not apply to (restart a running job,
+    reschedule a finished one). ``state`` names the state found; ``allowed`` the ones the verb
+    takes. Nothing was written."""
+
+    def __init__(self, message: str, state: str, allowed: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.state = state
+        self.allowed = allowed

@@ -13,7 +13,7 @@ import argparse
 from typing import Any
 
 from acta.app import Acta
-from acta.cli import debug, durable, render
+from acta.cli import debug, durable, render, repair
 from acta.cli.command import EXIT_OK, HANDLER
 from acta.cli.ledger import add_ledger_options, open_reader, resolve_ledger
 from acta.errors import InputDecodeError, JobPurgedError
@@ -102,6 +102,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     durable.register(sub)
     debug.register(sub)
+    repair.register_jobs(sub)
 
 
 def _ref(text: str) -> str:

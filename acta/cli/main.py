@@ -39,7 +39,7 @@ from collections.abc import Sequence
 
 from acta import __version__
 from acta.app import Acta
-from acta.cli import alerts, demo, gates, jobs, outbox, schedules, schema, serve, settings
+from acta.cli import alerts, demo, gates, jobs, outbox, repair, schedules, schema, serve, settings
 from acta.cli.command import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -59,7 +59,7 @@ EPILOG = (
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``worker``, ``schema``, ``jobs``, ``gates``, ``schedules``, ``settings``, ``alerts``,
-    ``demo`` and ``outbox`` to a subcommand set."""
+    ``demo``, ``outbox``, ``definitions`` and ``namespaces`` to a subcommand set."""
     serve.register(commands)
     schema.register(commands)
     jobs.register(commands)
@@ -69,6 +69,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     alerts.register(commands)
     demo.register(commands)
     outbox.register(commands)
+    repair.register(commands)
 
 
 def build_parser(prog: str = "acta") -> argparse.ArgumentParser:

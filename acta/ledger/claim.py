@@ -77,6 +77,7 @@ def _claimed(row: Mapping[str, Any]) -> Claimed:
         parent_ref=row["parent_ref"],
         root_ref=row["root_ref"],
         trace_context=row["trace_context"],
+        max_attempts=row.get("max_attempts"),
     )
 
 

@@ -98,6 +98,26 @@ class EventCode(Coded):
     )
     ALERT_ACKNOWLEDGED = 81, "An operator acknowledged an alert: no more reminders."
     ALERT_NOTIFIED = 82, "sys.alerts notified the channels of an alert; message says which failed."
+    RESTARTED = (
+        70,
+        "An operator restarted a finished job with its stored input; message names the "
+        "previous outcome.",
+    )
+    AMENDED = (
+        71,
+        "An operator changed the priority, attempt limit or tags of a waiting job; detail has "
+        "old and new values.",
+    )
+    RUN_AT_CHANGED = 72, "An operator moved a waiting job's next run to next_run_at."
+    CLAIMS_PAUSED = (
+        73,
+        "An operator paused claims of a definition or a namespace; message names which.",
+    )
+    CLAIMS_RESUMED = (
+        74,
+        "An operator resumed claims of a definition or a namespace; message names which.",
+    )
+    RETIRED = 75, "An operator retired a definition: paused for good, its queue cancelled."
     WORKER_STARTED = 50, "A worker incarnation registered."
     WORKER_STOPPED = 51, "A worker shut down cleanly."
     WORKER_DIED = 52, "A silent worker was declared dead by recovery."

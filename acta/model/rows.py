@@ -136,6 +136,8 @@ class Claimed:
     root_ref: str | None = None
     trace_context: str | None = None
     """The trace context stored at enqueue (acta.telemetry), if the enqueue was traced."""
+    max_attempts: int | None = None
+    """The job's own attempt limit (an operator's amend); None: its definition's."""
 
 
 @dataclass(frozen=True, slots=True)

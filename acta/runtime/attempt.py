@@ -54,12 +54,17 @@ class Attempt:
         self, env: RunEnv, run: Run, definition: JobDefinition[Any, Any], execution: int
     ) -> None:
         self.env, self.run, self.definition, self.execution = env, run, definition, execution
+        # An operator may have given this job its own attempt limit (amend): it wins.
+        limit = run.job.max_attempts
+        self.policy = (
+            definition.policy if limit is None else replace(definition.policy, max_attempts=limit)
+        )
         self.started = env.clock.monotonic()
 
     @property
     def is_last(self) -> bool:
         """Whether a failure of this run fails the job for good."""
-        return self.run.job.attempts + 1 >= self.definition.policy.max_attempts
+        return self.run.job.attempts + 1 >= self.policy.max_attempts
 
     def elapsed(self) -> int:
         return max(0, int((self.env.clock.monotonic() - self.started) * 1000))
@@ -88,7 +93,7 @@ class Attempt:
             "job": ref,
             "name": job.name,
             "attempt": job.attempts + 1,
-            "max_attempts": definition.policy.max_attempts,
+            "max_attempts": self.policy.max_attempts,
             "execution": self.execution,
             "created_at": job.created_at,
             "correlation_key": job.correlation_key,
@@ -125,7 +130,7 @@ class Attempt:
             self.run.job,
             self.execution,
             self.env.identity.worker_id,
-            self.definition.policy,
+            self.policy,
             wait=wait.wait,
             until=self.wake_at(wait.until),
             what=wait.what,
@@ -148,7 +153,7 @@ class Attempt:
             job,
             self.execution,
             self.env.identity.worker_id,
-            self.definition.policy,
+            self.policy,
             status=status,
             outcome=outcome,
             reason=reason,
@@ -166,7 +171,7 @@ class Attempt:
             self.run.job,
             self.execution,
             self.env.identity.worker_id,
-            self.definition.policy,
+            self.policy,
             outcome=outcome,
             reason=reason,
             message=message,
@@ -181,7 +186,7 @@ class Attempt:
             self.run.job,
             self.execution,
             self.env.identity.worker_id,
-            self.definition.policy,
+            self.policy,
             every,
             self.elapsed(),
             error,

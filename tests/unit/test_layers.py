@@ -55,6 +55,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "acta.signals",
             "acta.schedules",
             "acta.settings",
+            "acta.repair",
+            "acta.repair_checks",
             "acta.waiting",
             "acta.alerts",
             # Channels and routes: declared by the application, read by sys.alerts.

@@ -62,6 +62,8 @@ CREATE TABLE {schema}.definitions (
     concurrency_limit integer,
     meter text,
     retention_ms bigint DEFAULT 604800000,
+    paused boolean DEFAULT false NOT NULL,
+    retired boolean DEFAULT false NOT NULL,
     CONSTRAINT definitions_concurrency_limit_check CHECK (concurrency_limit IS NULL OR concurrency_limit >= 1),
     CONSTRAINT definitions_id_namespace_id_key UNIQUE (id, namespace_id),
     CONSTRAINT definitions_max_attempts_check CHECK (max_attempts >= 1),
@@ -209,6 +211,7 @@ CREATE TABLE {schema}.namespaces (
     id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
     name text NOT NULL,
     created_at timestamp with time zone NOT NULL,
+    paused boolean DEFAULT false NOT NULL,
     CONSTRAINT namespaces_name_key UNIQUE (name),
     CONSTRAINT namespaces_pkey PRIMARY KEY (id)
 );
@@ -269,9 +272,11 @@ CREATE TABLE {schema}.runtime (
     gated boolean DEFAULT false NOT NULL,
     ticket_at timestamp with time zone,
     open_children integer DEFAULT 0 NOT NULL,
+    max_attempts smallint,
     CONSTRAINT runtime_job_id_fkey FOREIGN KEY (job_id) REFERENCES {schema}.jobs(id) ON DELETE CASCADE,
     CONSTRAINT runtime_lane_id_fkey FOREIGN KEY (lane_id) REFERENCES {schema}.lanes(id),
     CONSTRAINT runtime_lease_owner_fkey FOREIGN KEY (lease_owner) REFERENCES {schema}.workers(id),
+    CONSTRAINT runtime_max_attempts_check CHECK (max_attempts IS NULL OR max_attempts >= 1 AND max_attempts <= 1000),
     CONSTRAINT runtime_pkey PRIMARY KEY (job_id)
 );
 
@@ -649,7 +654,7 @@ SELECT j.job_ref,
     r.status AS status_code,
     r.priority,
     r.attempts,
-    d.max_attempts,
+    COALESCE(r.max_attempts, d.max_attempts) AS max_attempts,
     r.executions,
     j.created_at,
     r.next_run_at,

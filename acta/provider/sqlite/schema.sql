@@ -124,7 +124,7 @@ CREATE TABLE acta_definitions (
     audit_level   INTEGER NOT NULL,
     registered_at TEXT    NOT NULL, concurrency_limit INTEGER
     CHECK (concurrency_limit IS NULL OR concurrency_limit >= 1), meter TEXT, retention_ms INTEGER DEFAULT 604800000
-    CHECK (retention_ms IS NULL OR retention_ms >= 60000),
+    CHECK (retention_ms IS NULL OR retention_ms >= 60000), paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)), retired INTEGER NOT NULL DEFAULT 0 CHECK (retired IN (0, 1)),
     UNIQUE (namespace_id, name),
     -- What jobs reference: a job's definition and namespace must belong together.
     UNIQUE (id, namespace_id)
@@ -243,7 +243,7 @@ CREATE TABLE acta_namespaces (
     id         INTEGER PRIMARY KEY,
     name       TEXT    NOT NULL UNIQUE,
     created_at TEXT    NOT NULL
-);
+, paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)));
 
 -- table acta_progress
 CREATE TABLE acta_progress (
@@ -292,7 +292,8 @@ CREATE TABLE acta_runtime (
     control          INTEGER NOT NULL DEFAULT 0,
     version          INTEGER NOT NULL DEFAULT 0,
     updated_at       TEXT    NOT NULL
-, lane_id INTEGER REFERENCES acta_lanes (id), lane_seq INTEGER, gated INTEGER NOT NULL DEFAULT 0, ticket_at TEXT, open_children INTEGER NOT NULL DEFAULT 0);
+, lane_id INTEGER REFERENCES acta_lanes (id), lane_seq INTEGER, gated INTEGER NOT NULL DEFAULT 0, ticket_at TEXT, open_children INTEGER NOT NULL DEFAULT 0, max_attempts INTEGER
+    CHECK (max_attempts IS NULL OR max_attempts BETWEEN 1 AND 1000));
 
 -- table acta_schedules
 CREATE TABLE acta_schedules (
@@ -507,7 +508,7 @@ SELECT
     r.status              AS status_code,
     r.priority,
     r.attempts,
-    d.max_attempts,
+    COALESCE(r.max_attempts, d.max_attempts) AS max_attempts,
     r.executions,
     j.created_at,
     r.next_run_at,

@@ -20,6 +20,14 @@ WITH candidates AS MATERIALIZED (
       AND r.next_run_at <= COALESCE(:now::timestamptz, now())
       AND r.definition_id NOT IN (
           SELECT s.id::bigint FROM jsonb_array_elements_text(:skip::jsonb) AS s(id))
+      -- An operator's pause stops claims from the next claim on (runs already taken finish).
+      AND r.definition_id NOT IN (SELECT d.id FROM {schema}.definitions d
+                                  WHERE d.namespace_id = :namespace_id AND d.paused)
+      -- A paused namespace still runs acta's own sys.* jobs: recovery keeps leases honest.
+      AND (NOT EXISTS (SELECT 1 FROM {schema}.namespaces n
+                       WHERE n.id = :namespace_id AND n.paused)
+           OR r.definition_id IN (SELECT d.id FROM {schema}.definitions d
+                                  WHERE d.namespace_id = :namespace_id AND d.name LIKE 'sys.%'))
       AND (:only_job_id::bigint IS NULL OR r.job_id = :only_job_id::bigint)
       AND EXISTS (SELECT 1 FROM {schema}.workers w WHERE w.id = :worker_id AND w.status = 1)
     ORDER BY r.priority DESC, r.next_run_at, r.job_id
@@ -43,7 +51,7 @@ RETURNING r.job_id, r.lease_epoch;
 SELECT j.id AS job_id, j.job_ref, d.name, j.definition_id, j.namespace_id, r.lease_epoch,
        r.attempts, r.executions, r.priority, j.input_codec, j.input, j.correlation_key,
        j.created_at, r.lane_id, j.concurrency_key, r.ticket_at,
-       j.parent_id, j.root_id, j.deadline_at, j.deadline_strict,
+       j.parent_id, j.root_id, j.deadline_at, j.deadline_strict, r.max_attempts,
        pj.job_ref AS parent_ref, rj.job_ref AS root_ref, j.trace_context
 FROM {schema}.runtime r
 JOIN {schema}.jobs j        ON j.id = r.job_id
@@ -73,7 +81,7 @@ SELECT r.job_id, j.job_ref, d.name, j.definition_id, j.namespace_id, r.lease_epo
        r.executions AS execution, r.control, r.status = 21 AS started,
        r.priority, j.input_codec, j.input, j.correlation_key, j.created_at, r.lane_id,
        j.concurrency_key, r.ticket_at,
-       j.parent_id, j.root_id, j.deadline_at, j.deadline_strict,
+       j.parent_id, j.root_id, j.deadline_at, j.deadline_strict, r.max_attempts,
        pj.job_ref AS parent_ref, rj.job_ref AS root_ref, j.trace_context
 FROM {schema}.runtime r
 JOIN {schema}.jobs j        ON j.id = r.job_id

@@ -24,6 +24,14 @@ WITH candidates AS MATERIALIZED (
       AND r.status IN (10, 30)
       AND r.next_run_at <= COALESCE(:now::timestamptz, now())
       AND r.definition_id <> ALL (:skip::bigint[])
+      -- Paused definitions and namespaces are not claimed (see claim in claim.sql).
+      AND r.definition_id NOT IN (SELECT d.id FROM {schema}.definitions d
+                                  WHERE d.namespace_id = :namespace_id AND d.paused)
+      -- A paused namespace still runs acta's own sys.* jobs: recovery keeps leases honest.
+      AND (NOT EXISTS (SELECT 1 FROM {schema}.namespaces n
+                       WHERE n.id = :namespace_id AND n.paused)
+           OR r.definition_id IN (SELECT d.id FROM {schema}.definitions d
+                                  WHERE d.namespace_id = :namespace_id AND d.name LIKE 'sys.%'))
       AND EXISTS (SELECT 1 FROM {schema}.workers w WHERE w.id = :worker_id AND w.status = 1)
     ORDER BY r.priority DESC, r.next_run_at, r.job_id
     LIMIT :limit
@@ -53,7 +61,8 @@ claimed AS (
     WHERE r.job_id = c.job_id
       AND r.status IN (10, 30)
     RETURNING r.job_id, r.lease_epoch, r.attempts, r.executions, r.priority, r.next_run_at,
-              r.control, r.definition_id, r.namespace_id, c.started, r.lane_id, r.ticket_at
+              r.control, r.definition_id, r.namespace_id, c.started, r.lane_id, r.ticket_at,
+              r.max_attempts
 ),
 logged AS (
     INSERT INTO {schema}.events (at, namespace_id, job_id, job_ref, worker_id, code, execution, epoch)
@@ -70,7 +79,7 @@ SELECT c.job_id, j.job_ref, d.name, j.definition_id, j.namespace_id, c.lease_epo
        c.executions AS execution, c.control, c.started,
        c.priority, j.input_codec, j.input, j.correlation_key, j.created_at, c.lane_id,
        j.concurrency_key, c.ticket_at,
-       j.parent_id, j.root_id, j.deadline_at, j.deadline_strict,
+       j.parent_id, j.root_id, j.deadline_at, j.deadline_strict, c.max_attempts,
        pj.job_ref AS parent_ref, rj.job_ref AS root_ref, j.trace_context
 FROM claimed c
 JOIN {schema}.jobs j        ON j.id = c.job_id

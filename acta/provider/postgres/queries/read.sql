@@ -4,7 +4,7 @@
 
 -- name: job_by_ref
 SELECT j.id AS job_id, j.job_ref, n.name AS namespace, d.name, r.status, r.priority,
-       r.attempts, d.max_attempts, r.executions, r.next_run_at, r.lease_epoch, r.lease_owner,
+       r.attempts, COALESCE(r.max_attempts, d.max_attempts) AS max_attempts, r.executions, r.next_run_at, r.lease_epoch, r.lease_owner,
        r.lease_expires_at, r.control, j.dedup_key, j.correlation_key, j.created_at,
        r.updated_at, j.input_codec, j.input, j.namespace_id,
        (SELECT l.name FROM {schema}.lanes l WHERE l.id = r.lane_id) AS lane, r.lane_seq,
@@ -23,7 +23,7 @@ WHERE j.job_ref = :job_ref
 -- name: list_jobs
 -- Newest first, keyset-paginated on id.
 SELECT j.id AS job_id, j.job_ref, n.name AS namespace, d.name, r.status, r.priority,
-       r.attempts, d.max_attempts, r.executions, r.next_run_at, r.lease_epoch, r.lease_owner,
+       r.attempts, COALESCE(r.max_attempts, d.max_attempts) AS max_attempts, r.executions, r.next_run_at, r.lease_epoch, r.lease_owner,
        r.lease_expires_at, r.control, j.dedup_key, j.correlation_key, j.created_at,
        r.updated_at, j.input_codec, NULL::bytea AS input, j.namespace_id,
        (SELECT l.name FROM {schema}.lanes l WHERE l.id = r.lane_id) AS lane, r.lane_seq,
@@ -77,7 +77,10 @@ WHERE r.namespace_id = :namespace_id
   AND r.status < 100
   AND d.name NOT LIKE 'sys.%'
   -- Schedule slots never finish: they are not pending work.
-  AND NOT EXISTS (SELECT 1 FROM {schema}.schedules s WHERE s.slot_id = r.job_id);
+  AND NOT EXISTS (SELECT 1 FROM {schema}.schedules s WHERE s.slot_id = r.job_id)
+  -- Waiting jobs of a paused definition or namespace wait for an operator, not for time.
+  AND (r.status IN (20, 21) OR NOT (d.paused OR EXISTS (
+      SELECT 1 FROM {schema}.namespaces n WHERE n.id = r.namespace_id AND n.paused)));
 
 -- name: next_due_any
 SELECT min(r.next_run_at) AS next_due_at

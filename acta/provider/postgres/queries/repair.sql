@@ -1,0 +1,125 @@
+-- Repair verbs (acta.ledger.repair, acta.ledger.repair_bulk): an operator's restart, amend,
+-- pause, resume, retire and purge. Status changes go through transition_guard/transition;
+-- these are the rest, each guarded so that a row that moved since it was read is left alone.
+
+-- name: repair_drop_result
+-- A restarted job's old result goes: the next run writes its own.
+DELETE FROM {schema}.results WHERE job_id = :job_id;
+
+-- name: repair_job_limits
+-- The job's own attempt limit (NULL: its definition's), for amend's guard.
+SELECT r.max_attempts FROM {schema}.runtime r WHERE r.job_id = :job_id;
+
+-- name: repair_amend
+-- Guarded by the values amend read: a concurrent amend, or the job finishing, changes nothing.
+UPDATE {schema}.runtime
+SET priority     = :priority::smallint,
+    max_attempts = :max_attempts::smallint,
+    version      = version + 1,
+    updated_at   = COALESCE(:now::timestamptz, now())
+WHERE job_id = :job_id
+  AND status < 100
+  AND priority = :old_priority::smallint
+  AND max_attempts IS NOT DISTINCT FROM :old_max_attempts::smallint;
+
+-- name: repair_clear_tags
+DELETE FROM {schema}.job_tags WHERE job_id = :job_id;
+
+-- name: repair_definition
+SELECT d.id, d.namespace_id, d.paused, d.retired
+FROM {schema}.definitions d
+JOIN {schema}.namespaces n ON n.id = d.namespace_id
+WHERE n.name = :namespace AND d.name = :name;
+
+-- name: repair_pause_definition
+-- Zero rows: already so (a retired definition never changes here).
+UPDATE {schema}.definitions
+SET paused = :paused::boolean
+WHERE id = :definition_id AND paused <> :paused::boolean AND NOT retired;
+
+-- name: repair_retire_definition
+UPDATE {schema}.definitions
+SET paused = true, retired = true
+WHERE id = :definition_id AND NOT retired;
+
+-- name: repair_namespace
+SELECT n.id, n.paused FROM {schema}.namespaces n WHERE n.name = :namespace;
+
+-- name: repair_pause_namespace
+UPDATE {schema}.namespaces
+SET paused = :paused::boolean
+WHERE id = :namespace_id AND paused <> :paused::boolean;
+
+-- name: repair_queued_of
+-- A retired definition's waiting jobs, in id order after :after_id; running ones finish, and
+-- recurring slots stay (paused with their definition, they never run).
+SELECT r.job_id, j.job_ref
+FROM {schema}.runtime r
+JOIN {schema}.jobs j ON j.id = r.job_id
+WHERE r.definition_id = :definition_id
+  AND r.status IN (10, 11, 30, 31)
+  AND r.job_id > :after_id::bigint
+  AND NOT EXISTS (SELECT 1 FROM {schema}.schedules s WHERE s.slot_id = r.job_id)
+ORDER BY r.job_id
+LIMIT :limit::bigint;
+
+-- name: repair_select
+-- One batch of a bulk verb: the jobs of a namespace matching a filter, in id order after
+-- :after_id. :statuses is a JSON array of status codes; every other criterion is optional.
+-- acta's own jobs and recurring slots never match.
+SELECT j.id AS job_id, j.job_ref
+FROM {schema}.jobs j
+JOIN {schema}.runtime r     ON r.job_id = j.id
+JOIN {schema}.namespaces n  ON n.id = j.namespace_id
+JOIN {schema}.definitions d ON d.id = j.definition_id
+WHERE n.name = :namespace
+  AND j.id > :after_id::bigint
+  AND r.status IN (SELECT s::smallint FROM jsonb_array_elements_text(:statuses::jsonb) AS x(s))
+  AND (:name::text IS NULL OR d.name = :name::text)
+  AND (:tag::text IS NULL OR EXISTS (SELECT 1 FROM {schema}.job_tags t
+                               WHERE t.job_id = j.id AND t.tag = :tag::text))
+  AND (:correlation_key::text IS NULL OR j.correlation_key = :correlation_key::text)
+  AND (:created_after::timestamptz IS NULL OR j.created_at >= :created_after::timestamptz)
+  AND (:created_before::timestamptz IS NULL OR j.created_at < :created_before::timestamptz)
+  AND (:finished_before::timestamptz IS NULL OR (r.status >= 100 AND r.updated_at < :finished_before::timestamptz))
+  AND d.name NOT LIKE 'sys.%'
+  AND NOT EXISTS (SELECT 1 FROM {schema}.schedules s WHERE s.slot_id = j.id)
+ORDER BY j.id
+LIMIT :limit::bigint;
+
+-- name: repair_count
+-- A bulk verb's dry run: how many jobs repair_select would walk through.
+SELECT count(*) AS matched
+FROM {schema}.jobs j
+JOIN {schema}.runtime r     ON r.job_id = j.id
+JOIN {schema}.namespaces n  ON n.id = j.namespace_id
+JOIN {schema}.definitions d ON d.id = j.definition_id
+WHERE n.name = :namespace
+  AND r.status IN (SELECT s::smallint FROM jsonb_array_elements_text(:statuses::jsonb) AS x(s))
+  AND (:name::text IS NULL OR d.name = :name::text)
+  AND (:tag::text IS NULL OR EXISTS (SELECT 1 FROM {schema}.job_tags t
+                               WHERE t.job_id = j.id AND t.tag = :tag::text))
+  AND (:correlation_key::text IS NULL OR j.correlation_key = :correlation_key::text)
+  AND (:created_after::timestamptz IS NULL OR j.created_at >= :created_after::timestamptz)
+  AND (:created_before::timestamptz IS NULL OR j.created_at < :created_before::timestamptz)
+  AND (:finished_before::timestamptz IS NULL OR (r.status >= 100 AND r.updated_at < :finished_before::timestamptz))
+  AND d.name NOT LIKE 'sys.%'
+  AND NOT EXISTS (SELECT 1 FROM {schema}.schedules s WHERE s.slot_id = j.id);
+
+-- name: purgeable_before
+-- Of the jobs :job_ids (a JSON array), those an operator's purge may delete: finished before
+-- :before, never a schedule's slot, never a job with an open child, never a child whose
+-- parent is still open (it may yet read the child's result). The delete itself, and the
+-- tombstones that keep the refs resolving, are retention's statements (retention.sql).
+SELECT j.id AS job_id, j.job_ref, j.namespace_id
+FROM {schema}.jobs j
+JOIN {schema}.runtime r ON r.job_id = j.id
+WHERE j.id IN (SELECT k.id::bigint FROM jsonb_array_elements_text(:job_ids::jsonb) AS k(id))
+  AND r.status >= 100
+  AND r.updated_at < COALESCE(:before::timestamptz, now())
+  AND NOT EXISTS (SELECT 1 FROM {schema}.schedules s WHERE s.slot_id = j.id)
+  AND NOT EXISTS (SELECT 1 FROM {schema}.jobs c
+                  JOIN {schema}.runtime cr ON cr.job_id = c.id
+                  WHERE c.parent_id = j.id AND cr.status < 100)
+  AND (j.parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM {schema}.runtime pr
+                                          WHERE pr.job_id = j.parent_id AND pr.status < 100));
