@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from acta import JobPurgedError, Acta, EventCode, JobStatus
+from acta import Acta, EventCode, JobPurgedError, JobStatus
 from acta.errors import JobNotFoundError, JobStateError, ValidationError
 from acta_testing import AsyncHost, Host
 
