@@ -118,8 +118,10 @@ class Acta(Reader):
 
     @property
     def ops(self) -> Operations:
-        """The operator surface (acta.ops): explain a job; repair verbs join it later."""
-        return Operations(self._current_ledger, self.namespace)
+        """The operator surface (acta.ops): explain a job, and the repair verbs, schedules,
+        alerts and settings (``ops.repairs``, ``ops.schedules``, ``ops.alerts``,
+        ``ops.settings``)."""
+        return Operations(self._current_ledger, self.namespace, self.registry)
 
     def _current_ledger(self) -> Ledger:
         return self._ledger

@@ -122,6 +122,37 @@ def paused_by_its_handler(app: Acta, host: Host, ledger: Ledger) -> tuple[JobRef
 # -- finished -------------------------------------------------------------------------------------
 
 
+# -- stopped by an operator, and schedule slots -------------------------------------------------
+
+
+@case(JobStatus.READY, Verdict.DEFINITION_PAUSED)
+def its_definition_paused(app: Acta, host: Host, ledger: Ledger) -> tuple[JobRef, dict[str, Any]]:
+    app.define("report")
+    host.advance(0)
+    ref = app.enqueue("report")
+    app.repairs.pause_definition("report", reason="bad deploy")
+    return ref, {"definition_paused": True, "definition_retired": False}
+
+
+@case(JobStatus.READY, Verdict.NAMESPACE_PAUSED)
+def its_namespace_paused(app: Acta, host: Host, ledger: Ledger) -> tuple[JobRef, dict[str, Any]]:
+    app.define("report")
+    host.advance(0)
+    ref = app.enqueue("report")
+    app.repairs.pause_namespace(reason="database maintenance")
+    return ref, {"namespace_paused": True}
+
+
+@case(JobStatus.READY, Verdict.SCHEDULE_SLOT)
+def a_schedule_slot(app: Acta, host: Host, ledger: Ledger) -> tuple[JobRef, dict[str, Any]]:
+    @app.job("rollup", schedule="5m")
+    def rollup() -> None: ...
+
+    host.advance(0)  # registers the worker, which puts the slot in place
+    slot = app.schedules.get("rollup").slot_ref
+    return JobRef.parse(slot), {"wakes_at": iso(host.clock.now() + timedelta(minutes=5))}
+
+
 @case(JobStatus.SUCCEEDED, Verdict.SUCCEEDED)
 def succeeded(app: Acta, host: Host, ledger: Ledger) -> tuple[JobRef, dict[str, Any]]:
     @app.job("add", backoff="30s", max_attempts=2)

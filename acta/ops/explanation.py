@@ -19,6 +19,12 @@ from typing import Any
 class Verdict(StrEnum):
     """Why a job is where it is. Codes are stable; later capabilities add members."""
 
+    DEFINITION_PAUSED = "definition-paused"
+    """An operator paused (or retired) its job name: claims skip it."""
+    NAMESPACE_PAUSED = "namespace-paused"
+    """An operator paused its namespace: claims skip every job of it."""
+    SCHEDULE_SLOT = "schedule-slot"
+    """The recurring slot a job's schedules fire through: it waits for their next instant."""
     WAITING_FOR_RUN_AT = "waiting-for-run-at"
     """Ready, but its run-at (a delay, a not-before, a handler's reschedule) is ahead."""
     READY = "ready"

@@ -7,7 +7,8 @@
 -- The job, its runtime row, its definition, the worker holding its lease (if any) and, for a
 -- lane member, the lane's head.
 SELECT j.id AS job_id, j.job_ref, n.name AS namespace, j.namespace_id, d.name,
-       j.definition_id, r.status, r.priority, r.attempts, d.max_attempts, r.executions,
+       j.definition_id, r.status, r.priority, r.attempts,
+       COALESCE(r.max_attempts, d.max_attempts) AS max_attempts, r.executions,
        r.next_run_at, j.created_at, r.updated_at, r.lease_epoch, r.lease_expires_at,
        r.control, r.ticket_at, r.open_children, r.lane_seq, j.concurrency_key,
        d.concurrency_limit, d.meter, j.deadline_at, j.deadline_strict,
@@ -15,6 +16,10 @@ SELECT j.id AS job_id, j.job_ref, n.name AS namespace, j.namespace_id, d.name,
        w.incarnation AS lease_worker, w.host AS lease_host, w.status AS lease_worker_status,
        w.heartbeat_at AS lease_heartbeat_at, w.heartbeat_ms AS lease_heartbeat_ms,
        (SELECT p.job_ref FROM {schema}.jobs p WHERE p.id = j.parent_id) AS parent_ref,
+       -- Claims skip a paused definition or namespace (an operator's pause or retire).
+       d.paused AS definition_paused, d.retired AS definition_retired,
+       n.paused AS namespace_paused,
+       EXISTS (SELECT 1 FROM {schema}.schedules s WHERE s.slot_id = j.id) AS schedule_slot,
        COALESCE(:now::timestamptz, now()) AS now_at
 FROM {schema}.jobs j
 JOIN {schema}.runtime r     ON r.job_id = j.id
