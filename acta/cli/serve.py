@@ -77,6 +77,20 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "(default buffered)",
     )
     worker.add_argument(
+        "--retention-every",
+        type=duration,
+        default="1h",
+        metavar="DURATION",
+        help="how often sys.retention purges finished jobs past their retention (default 1h)",
+    )
+    worker.add_argument(
+        "--event-retention",
+        type=duration,
+        default="365d",
+        metavar="DURATION",
+        help="how long events are kept, after their job's row is gone too (default 365d)",
+    )
+    worker.add_argument(
         "--no-listen",
         dest="listen",
         action="store_false",
@@ -138,6 +152,8 @@ def command(args: argparse.Namespace, host_app: Acta | None) -> int:
         shutdown_grace=args.shutdown_grace,
         listen=args.listen,
         profile=args.profile,
+        retention_every=args.retention_every,
+        event_retention=args.event_retention,
     )
     handled = sorted(
         name

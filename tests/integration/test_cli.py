@@ -575,3 +575,17 @@ def test_worker_serves_until_sigterm(tmp_path: Path) -> None:
     assert _query(path, "SELECT status_code FROM acta_jobs_view WHERE job_ref = ?", (ref,)) == [
         (int(JobStatus.SUCCEEDED),)
     ]
+
+
+def test_worker_refuses_an_event_retention_out_of_range(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "retention_app.py").write_text(WORKER_MODULE, "utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ACTA_DATABASE", raising=False)
+    Acta(tmp_path / "ledger.sqlite3", apply_migrations=True).migrate()
+    monkeypatch.setenv("ACTA_DATABASE", str(tmp_path / "ledger.sqlite3"))
+    code = main(["worker", "--app", "retention_app:app", "--event-retention", "1h"])
+    assert code == 2
+    assert "event_retention" in capsys.readouterr().err
+    sys.modules.pop("retention_app", None)
