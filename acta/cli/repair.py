@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from acta.app import Acta
-from acta.cli import render
+from acta.cli import policy, render
 from acta.cli.command import EXIT_FAILURE, EXIT_OK, HANDLER, UsageError
 from acta.cli.ledger import add_ledger_options, open_reader, resolve_ledger
 from acta.duration import parse_duration
@@ -118,6 +118,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         if verb == "retire":
             parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
         parser.set_defaults(**{HANDLER: definition_command, "verb": verb})
+    policy.register(dsub)
 
     namespaces = commands.add_parser(
         "namespaces",

@@ -18,6 +18,7 @@ from acta.contract import Contract
 from acta.ledger import contract
 from acta.ledger.enqueue import enqueue, ensure_definitions
 from acta.ledger.events import worker_event
+from acta.ledger.policy_override import overrides_of
 from acta.ledger.schedule import Declared, sync_declared
 from acta.ledger.transition import apply_transition, lapsed_from_row
 from acta.model.codes import EventCode, Reason
@@ -113,10 +114,12 @@ def heartbeat(
         )
     kept = {row["job_id"] for row in renewed}
     yield from reclaim_recovery_slot(namespace_id, recovery_job_id, now)
+    overrides = yield from overrides_of(namespace_id)  # picked up within one heartbeat
     return Heartbeat(
         alive=True,
         lost=frozenset(job for job, _ in held if job not in kept),
         cancel_requested={row["job_id"]: row["control"] for row in renewed if row["control"]},
+        policy_overrides=overrides,
     )
 
 

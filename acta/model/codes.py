@@ -87,6 +87,10 @@ class EventCode(Coded):
     DELIVERED = 48, "The outbox relay delivered this job from a staged row; message names it."
     QUARANTINED = 49, "The outbox relay could not admit a staged row and quarantined it."
     QUARANTINE_DECIDED = 60, "An operator requeued or discarded a quarantined outbox row."
+    POLICY_OVERRIDDEN = (
+        63,
+        "An operator overrode (or cleared) a definition's policy; detail: the override.",
+    )
     SETTING_CHANGED = 61, "A durable setting was set or deleted; message names it and says why."
     CONTRACT_CHANGED = (
         62,
@@ -250,6 +254,7 @@ ALWAYS_AUDITED = frozenset(
         EventCode.PURGED,
         EventCode.SETTING_CHANGED,
         EventCode.CONTRACT_CHANGED,
+        EventCode.POLICY_OVERRIDDEN,
     }
 )
 FAILURE_EVENTS = frozenset({EventCode.RETRY_SCHEDULED, EventCode.FAILED}) | ALWAYS_AUDITED

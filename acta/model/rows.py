@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from acta.model.codes import (
     AuditLevel,
@@ -241,6 +242,8 @@ class Heartbeat:
     lost: frozenset[int] = frozenset()
     cancel_requested: Mapping[int, int] = field(default_factory=dict)
     """Job id -> the control code of its pending cancel request."""
+    policy_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Operators' policy overrides of the namespace, by job name (acta.policy.override)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from acta.ledger.facade import Ledger
 from acta.ops import held, queued, settled, stopped  # noqa: F401 - they fill the verdict table
 from acta.ops.evidence import Evidence, gather
 from acta.ops.explanation import Explanation
+from acta.ops.policy import PolicyOverrides
 from acta.ops.verdict import VERDICTS
 from acta.registry import Registry
 from acta.repair import Repairs
@@ -42,6 +43,11 @@ class Operations:
     def repairs(self) -> Repairs:
         """Restart, reschedule, amend, pause, resume, retire and purge (docs/guide/repair.md)."""
         return Repairs(self._ledger, self._registry, self.namespace)
+
+    @property
+    def policy(self) -> PolicyOverrides:
+        """Live policy overrides per job name: read what is in force, set, clear."""
+        return PolicyOverrides(self._ledger, self._registry, self.namespace)
 
     @property
     def schedules(self) -> Schedules:

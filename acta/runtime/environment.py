@@ -10,9 +10,10 @@ the worker. Admission (gates) and each run's durable port (``acta.runtime.durabl
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any
@@ -25,6 +26,7 @@ from acta.model.codes import AuditLevel
 from acta.model.rows import Bounced, Claimed, Started
 from acta.outbox.source import OutboxSource
 from acta.policy.gate import JobGates, bounce_delay
+from acta.policy.override import apply as apply_override
 from acta.registry import Registry
 from acta.runtime.committer import Committer
 from acta.runtime.identity import Identity
@@ -81,6 +83,9 @@ class RunEnv:
         self.giving_up = asyncio.Event()
         """Set when unfinished runs are given up (shutdown past its grace, or a kill): settles
         waiting for the database to come back stop waiting."""
+        self.policy_overrides: dict[str, dict[str, Any]] = {}
+        """Operators' overrides of this namespace's policies, as of the last heartbeat."""
+        self._effective: dict[str, JobDefinition[Any, Any]] = {}
         self.skipped: set[int] = set()
         """Definitions this build has no handler for: handed back, then never claimed again."""
 
@@ -92,7 +97,23 @@ class RunEnv:
         return await self.committer.admit(Admission(job, gates, audit, bounce_delay(self.rng)))
 
     def definition(self, name: str) -> JobDefinition[Any, Any] | None:
-        return self.registry.get(name)
+        """This build's definition of ``name``, with an operator's policy override in force."""
+        found = self.registry.get(name)
+        overrides = self.policy_overrides.get(name)
+        if found is None or not overrides:
+            return found
+        effective = self._effective.get(name)
+        if effective is None:
+            effective = copy.copy(found)
+            effective.policy = apply_override(found.policy, overrides)
+            self._effective[name] = effective
+        return effective
+
+    def use_overrides(self, found: Mapping[str, Mapping[str, Any]]) -> None:
+        """Take the namespace's policy overrides a heartbeat or a registration read."""
+        if found != self.policy_overrides:
+            self.policy_overrides = {name: dict(policy) for name, policy in found.items()}
+            self._effective = {}
 
     def skip_definition(self, definition_id: int, name: str) -> None:
         """Stop claiming a definition this build has no handler for (a rolling deploy)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
+from typing import Any
 
 from acta.ledger.facade import Ledger
 from acta.ledger.incarnation import heartbeat
@@ -34,7 +35,10 @@ class Heartbeats:
         lease: timedelta,
         runs: Mapping[int, Run],
         register: Callable[[], Awaitable[None]],
+        on_overrides: Callable[[Mapping[str, Mapping[str, Any]]], None] = lambda found: None,
     ) -> None:
+        self.on_overrides = on_overrides
+        """Told the namespace's policy overrides after every heartbeat."""
         self.ledger = ledger
         self.identity = identity
         self.lease = lease
@@ -57,6 +61,7 @@ class Heartbeats:
             me.worker_id = 0
             await self.register()
             return result
+        self.on_overrides(result.policy_overrides)
         for job_id in result.lost:
             if job_id in self.runs:
                 self.runs[job_id].stop(Stop.LEASE_LOST)

@@ -26,6 +26,7 @@ from acta.clock import Clock
 from acta.definition import JobDefinition
 from acta.errors import DatabaseUnavailableError
 from acta.ledger.incarnation import stop
+from acta.ledger.policy_override import overrides_of
 from acta.ledger.schedule import Declared, slot_key
 from acta.model.rows import Heartbeat
 from acta.runtime.claimer import Claimer
@@ -107,7 +108,9 @@ class Worker:
         self.claimer = Claimer(
             ledger, deployment.registry, self.identity, self.lease, self.env.skipped
         )
-        self.heartbeats = Heartbeats(ledger, self.identity, self.lease, self.runs, self.register)
+        self.heartbeats = Heartbeats(
+            ledger, self.identity, self.lease, self.runs, self.register, self.env.use_overrides
+        )
         self._registering = asyncio.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.scheduler = Scheduler(self.clock)
@@ -237,6 +240,9 @@ class Worker:
         for drift in registration.drifts:
             log.warning("contract drift: %s", drift)
         self.claimer.learn(me.registered_as(registration))
+        namespace_id = me.namespace_id
+        overrides = await ledger.run_async(lambda: overrides_of(namespace_id), name="read")
+        self.env.use_overrides(overrides)
         self._heartbeat_loop.due = self.clock.now() + self.heartbeat
         log.info("worker %s registered in namespace %r", me.incarnation, self.namespace)
 

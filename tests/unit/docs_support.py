@@ -195,6 +195,16 @@ def _scenario(app: Acta, host: Host) -> None:
     send_receipt.enqueue("ORD-9", delay="2h", priority=5)
     _schedules(app, host)
     _alerts(app, host)
+    app.ops.policy.set(
+        "sync-crm",
+        max_attempts=3,
+        timeout="30s",
+        alerts="all",
+        retention="30d",
+        expected_version=0,
+        actor="ann",
+        reason="the CRM is slow this week",
+    )
     app.settings.set("export.batch", 500, scope="global", expected_version=0)
     app.settings.set(
         "export.batch",

@@ -38,6 +38,7 @@ VIEWS = (
     "alerts_view",
     "schedules_view",
     "settings_view",
+    "effective_policy_view",
 )
 INSTANT = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}")
 # Declared types SQLite reports for a view column (empty for computed expressions), and the

@@ -216,6 +216,19 @@ CREATE TABLE {schema}.namespaces (
     CONSTRAINT namespaces_pkey PRIMARY KEY (id)
 );
 
+-- table policy_overrides
+CREATE TABLE {schema}.policy_overrides (
+    definition_id bigint NOT NULL,
+    policy jsonb NOT NULL,
+    version integer DEFAULT 1 NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    updated_by text NOT NULL,
+    reason text NOT NULL,
+    CONSTRAINT policy_overrides_definition_id_fkey FOREIGN KEY (definition_id) REFERENCES {schema}.definitions(id),
+    CONSTRAINT policy_overrides_pkey PRIMARY KEY (definition_id),
+    CONSTRAINT policy_overrides_version_check CHECK (version >= 1)
+);
+
 -- table progress
 CREATE TABLE {schema}.progress (
     job_id bigint NOT NULL,
@@ -495,6 +508,9 @@ CREATE UNIQUE INDEX namespaces_name_key ON {schema}.namespaces USING btree (name
 -- index namespaces_pkey on namespaces
 CREATE UNIQUE INDEX namespaces_pkey ON {schema}.namespaces USING btree (id);
 
+-- index policy_overrides_pkey on policy_overrides
+CREATE UNIQUE INDEX policy_overrides_pkey ON {schema}.policy_overrides USING btree (definition_id);
+
 -- index progress_pkey on progress
 CREATE UNIQUE INDEX progress_pkey ON {schema}.progress USING btree (job_id);
 
@@ -596,6 +612,43 @@ SELECT a.id AS alert_id,
      JOIN {schema}.codes k ON k.family = 'alert_kind'::text AND k.code = a.kind
      JOIN {schema}.codes sv ON sv.family = 'alert_severity'::text AND sv.code = a.severity
      LEFT JOIN {schema}.codes rc ON rc.family = 'reason'::text AND rc.code = a.reason;
+
+-- view effective_policy_view
+CREATE VIEW {schema}.effective_policy_view AS
+SELECT n.name AS namespace,
+    d.name AS job_name,
+        CASE
+            WHEN o.policy ? 'max_attempts'::text THEN (o.policy ->> 'max_attempts'::text)::integer
+            ELSE d.max_attempts::integer
+        END AS max_attempts,
+        CASE
+            WHEN o.policy ? 'backoff'::text THEN o.policy ->> 'backoff'::text
+            ELSE d.backoff
+        END AS backoff,
+        CASE
+            WHEN o.policy ? 'timeout_ms'::text THEN (o.policy ->> 'timeout_ms'::text)::bigint
+            ELSE d.timeout_ms
+        END AS timeout_ms,
+    a.name AS audit,
+        CASE
+            WHEN o.policy ? 'retention_ms'::text THEN (o.policy ->> 'retention_ms'::text)::bigint
+            ELSE d.retention_ms
+        END AS retention_ms,
+    o.policy ->> 'alerts'::text AS alerts,
+    d.priority,
+    o.policy::text AS overrides,
+    COALESCE(o.version, 0) AS version,
+    o.updated_at,
+    o.updated_by,
+    o.reason
+   FROM {schema}.definitions d
+     JOIN {schema}.namespaces n ON n.id = d.namespace_id
+     LEFT JOIN {schema}.policy_overrides o ON o.definition_id = d.id
+     JOIN {schema}.codes a ON a.family = 'audit_level'::text AND a.code =
+        CASE
+            WHEN o.policy ? 'audit'::text THEN (o.policy ->> 'audit'::text)::smallint
+            ELSE d.audit_level
+        END;
 
 -- view events_view
 CREATE VIEW {schema}.events_view AS

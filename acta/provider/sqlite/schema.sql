@@ -245,6 +245,16 @@ CREATE TABLE acta_namespaces (
     created_at TEXT    NOT NULL
 , paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)));
 
+-- table acta_policy_overrides
+CREATE TABLE acta_policy_overrides (
+    definition_id INTEGER PRIMARY KEY REFERENCES acta_definitions (id),
+    policy        TEXT    NOT NULL CHECK (json_valid(policy)),
+    version       INTEGER NOT NULL DEFAULT 1 CHECK (version >= 1),
+    updated_at    TEXT    NOT NULL,
+    updated_by    TEXT    NOT NULL,
+    reason        TEXT    NOT NULL
+);
+
 -- table acta_progress
 CREATE TABLE acta_progress (
     job_id     INTEGER           PRIMARY KEY REFERENCES acta_jobs (id) ON DELETE CASCADE,
@@ -449,6 +459,34 @@ LEFT JOIN acta_definitions d ON d.id = COALESCE(a.definition_id, j.definition_id
 JOIN acta_codes k        ON k.family = 'alert_kind' AND k.code = a.kind
 JOIN acta_codes sv       ON sv.family = 'alert_severity' AND sv.code = a.severity
 LEFT JOIN acta_codes rc  ON rc.family = 'reason' AND rc.code = a.reason;
+
+-- view acta_effective_policy_view
+CREATE VIEW acta_effective_policy_view AS
+SELECT
+    n.name  AS namespace,
+    d.name  AS job_name,
+    CASE WHEN json_type(o.policy, '$.max_attempts') IS NULL THEN d.max_attempts
+         ELSE json_extract(o.policy, '$.max_attempts') END AS max_attempts,
+    CASE WHEN json_type(o.policy, '$.backoff') IS NULL THEN d.backoff
+         ELSE json_extract(o.policy, '$.backoff') END AS backoff,
+    CASE WHEN json_type(o.policy, '$.timeout_ms') IS NULL THEN d.timeout_ms
+         ELSE json_extract(o.policy, '$.timeout_ms') END AS timeout_ms,
+    a.name  AS audit,
+    CASE WHEN json_type(o.policy, '$.retention_ms') IS NULL THEN d.retention_ms
+         ELSE json_extract(o.policy, '$.retention_ms') END AS retention_ms,
+    json_extract(o.policy, '$.alerts') AS alerts,
+    d.priority,
+    o.policy AS overrides,
+    COALESCE(o.version, 0) AS version,
+    o.updated_at,
+    o.updated_by,
+    o.reason
+FROM acta_definitions d
+JOIN acta_namespaces n ON n.id = d.namespace_id
+LEFT JOIN acta_policy_overrides o ON o.definition_id = d.id
+JOIN acta_codes a ON a.family = 'audit_level'
+    AND a.code = CASE WHEN json_type(o.policy, '$.audit') IS NULL THEN d.audit_level
+                      ELSE json_extract(o.policy, '$.audit') END;
 
 -- view acta_events_view
 CREATE VIEW acta_events_view AS

@@ -22,7 +22,14 @@ FOR UPDATE OF r;
 SELECT j.id AS job_id, d.name
 FROM {schema}.runtime r
 JOIN {schema}.jobs j        ON j.id = r.job_id
-JOIN {schema}.definitions d ON d.id = r.definition_id
+-- The retention in force: an operator's override (a JSON null: kept forever), else the
+-- declaration.
+JOIN (SELECT dd.id, dd.name,
+             (CASE WHEN o.policy ? 'retention_ms' THEN (o.policy ->> 'retention_ms')::bigint
+                   ELSE dd.retention_ms END) AS retention_ms
+      FROM {schema}.definitions dd
+      LEFT JOIN {schema}.policy_overrides o ON o.definition_id = dd.id) d
+    ON d.id = r.definition_id
 WHERE r.namespace_id = :namespace_id
   AND r.status >= 100
   AND d.retention_ms IS NOT NULL
