@@ -23,11 +23,9 @@ from typing import Any, Protocol
 
 from acta.bell import Bell
 from acta.clock import Clock
-from acta.definition import JobDefinition
 from acta.errors import DatabaseUnavailableError
 from acta.ledger.incarnation import stop
 from acta.ledger.policy_override import overrides_of
-from acta.ledger.schedule import Declared, slot_key
 from acta.model.rows import Heartbeat
 from acta.runtime.claimer import Claimer
 from acta.runtime.committer import Committer
@@ -36,6 +34,7 @@ from acta.runtime.environment import CANCEL_GRACE, RunEnv
 from acta.runtime.execution import execute
 from acta.runtime.heartbeat import Heartbeats
 from acta.runtime.identity import Identity
+from acta.runtime.registration import registration_verb
 from acta.runtime.run import Run, RunEnd, Stop
 from acta.runtime.scheduler import Scheduler, failure, until
 from acta.runtime.settings import WorkerSettings
@@ -220,22 +219,7 @@ class Worker:
     async def register(self) -> None:
         """Register a new incarnation of this worker in the ledger."""
         me, ledger = self.identity, self.ledger
-        system = [job.definition for job in SYSTEM_JOBS.values()]
-        make = me.incarnate(
-            self.deployment.registry,
-            self.namespace,
-            self.settings,
-            self.clock,
-            ledger.now(),
-            system=system,
-            slots=self._slots(),
-            declared=[
-                Declared(d.name, name, schedule)
-                for d in self._scheduled()
-                for name, schedule in d.policy.schedules
-            ],
-            drift=self.deployment.contract_drift,
-        )
+        make = registration_verb(me, self.deployment, self.settings, self.env)
         registration = await ledger.run_async(make, name="register")
         for drift in registration.drifts:
             log.warning("contract drift: %s", drift)
@@ -245,23 +229,6 @@ class Worker:
         self.env.use_overrides(overrides)
         self._heartbeat_loop.due = self.clock.now() + self.heartbeat
         log.info("worker %s registered in namespace %r", me.incarnation, self.namespace)
-
-    def _scheduled(self) -> list[JobDefinition[Any, Any]]:
-        """The definitions this worker handles that have schedules."""
-        handled = self.deployment.registry.handled().values()
-        return [d for d in handled if d.policy.schedules]
-
-    def _slots(self) -> list[tuple[JobDefinition[Any, Any], str, timedelta]]:
-        """The recurring slots this worker runs: acta's system jobs that it can run here, and
-        one per scheduled definition it handles (due at once: its first run arms them)."""
-        slots = []
-        for name, job in SYSTEM_JOBS.items():
-            if job.available(self.env):
-                first = job.first(self.env)  # recovery waits a heartbeat, retention its cadence
-                slots.append((job.definition, name, first))
-        for definition in self._scheduled():
-            slots.append((definition, slot_key(definition.name), timedelta(0)))
-        return slots
 
     async def ensure_registered(self) -> None:
         # Two coroutines (a tick and a heartbeat, say) must not register two incarnations.
