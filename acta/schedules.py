@@ -18,16 +18,15 @@ from typing import Any, TypeVar
 from acta.errors import ScheduleNotFoundError, ValidationError
 from acta.instant import check_instant
 from acta.ledger import schedule_ops
+from acta.ledger.control import check_reason
 from acta.ledger.facade import Ledger
 from acta.ledger.schedule import schedule_of
 from acta.model.codes import Misfire
-from acta.names import validate_job_name, validate_text
+from acta.names import validate_job_name
 from acta.policy.schedule import Schedule
 from acta.provider.verb import Verb
 
 T = TypeVar("T")
-REASON_MAX = 1000
-"""The longest reason an operator may give, in characters."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,7 +264,7 @@ def _preview(info: ScheduleInfo, n: int, after: datetime | None) -> list[datetim
 
 
 def _reason(options: dict[str, Any], default: str) -> str:
-    return validate_text(options.pop("reason", default), field="reason", max_length=REASON_MAX)
+    return check_reason(options.pop("reason", default))
 
 
 def _expected(options: dict[str, Any]) -> Any:
@@ -331,7 +330,7 @@ def _override(options: dict[str, Any]) -> tuple[str, schedule_ops.Edit, str]:
 
 
 def _clear(reason: str) -> tuple[str, schedule_ops.Edit, str]:
-    text = validate_text(reason, field="reason", max_length=REASON_MAX)
+    text = check_reason(reason)
 
     def edit(row: Mapping[str, Any], now: datetime) -> dict[str, Any]:
         declared = Schedule.from_declaration(json.loads(row["declared"]))

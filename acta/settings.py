@@ -21,6 +21,7 @@ from typing import Any, Final, TypeVar
 from acta.codec import JSON
 from acta.errors import ValidationError
 from acta.ledger import settings as verbs
+from acta.ledger.control import check_reason
 from acta.ledger.facade import Ledger
 from acta.model.codes import SettingScope
 from acta.names import validate_job_name, validate_text
@@ -31,7 +32,6 @@ NAME_RULE: Final = "1 to 200 characters: lowercase letters, digits, '.', '_', '-
 _NAME: Final = re.compile(r"[a-z0-9][a-z0-9._-]{0,199}")
 VALUE_MAX: Final = 64 * 1024
 """The largest value, as JSON, in bytes."""
-TEXT_MAX: Final = 1000
 _SCOPES: Final = {scope.label: scope for scope in SettingScope}
 
 
@@ -191,9 +191,7 @@ class Settings:
                 "expected_version", "is missing", "the version you read; 0 for a new name"
             )
         expected = _version(options.pop("expected_version"))
-        reason = validate_text(
-            options.pop("reason", "changed by an operator"), field="reason", max_length=TEXT_MAX
-        )
+        reason = check_reason(options.pop("reason", "changed by an operator"))
         actor = validate_text(options.pop("actor", "operator"), field="actor", max_length=200)
         if options:
             raise ValidationError(

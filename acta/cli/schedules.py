@@ -19,9 +19,10 @@ from acta.cli import render
 from acta.cli.command import EXIT_OK, HANDLER, CliError, UsageError
 from acta.cli.ledger import add_ledger_options, open_reader, resolve_ledger
 from acta.errors import ConflictError, ScheduleNotFoundError
-from acta.names import validate_job_name, validate_text
+from acta.ledger.control import check_reason
+from acta.names import validate_job_name
 from acta.policy.schedule import MAX_PREVIEW, Schedule
-from acta.schedules import REASON_MAX, ScheduleInfo
+from acta.schedules import ScheduleInfo
 
 _SHARED = frozenset({"database", "app", "schema", "namespace", "json"})
 
@@ -229,7 +230,7 @@ def _change(args: argparse.Namespace) -> dict[str, Any]:
     validate_job_name(args.job)
     options: dict[str, Any] = {}
     if args.reason is not None:
-        options["reason"] = validate_text(args.reason, field="reason", max_length=REASON_MAX)
+        options["reason"] = check_reason(args.reason)
     if args.expect_version is not None:
         if args.expect_version < 1:
             raise UsageError("--expect-version: the version `acta schedules` shows (1 or more)")

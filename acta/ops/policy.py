@@ -16,13 +16,12 @@ from typing import Any
 
 from acta.errors import ValidationError
 from acta.ledger import policy_override as verbs
+from acta.ledger.control import check_reason
 from acta.ledger.facade import Ledger
 from acta.names import validate_job_name, validate_text
 from acta.policy.job import JobPolicy
 from acta.policy.override import FIELDS, apply, normalize, stored_key
 from acta.registry import Registry
-
-TEXT_MAX = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,9 +94,7 @@ class PolicyOverrides:
                 "expected_version", f"got {expected!r:.80}", "the version read; 0 if none yet"
             )
         options = dict(options)
-        reason = validate_text(
-            options.pop("reason", "changed by an operator"), field="reason", max_length=TEXT_MAX
-        )
+        reason = check_reason(options.pop("reason", "changed by an operator"))
         actor = validate_text(options.pop("actor", "operator"), field="actor", max_length=200)
         if clearing:
             if options:
