@@ -47,7 +47,7 @@ SELECT n.id, n.paused FROM {schema}.namespaces n WHERE n.name = :namespace;
 
 -- name: repair_pause_namespace
 UPDATE {schema}.namespaces
-SET paused = :paused::boolean
+SET paused = :paused::boolean, version = version + 1
 WHERE id = :namespace_id AND paused <> :paused::boolean;
 
 -- name: repair_queued_of

@@ -48,7 +48,7 @@ SELECT n.id, n.paused FROM {schema}.namespaces n WHERE n.name = :namespace;
 
 -- name: repair_pause_namespace
 UPDATE {schema}.namespaces
-SET paused = :paused
+SET paused = :paused, version = version + 1
 WHERE id = :namespace_id AND paused <> :paused;
 
 -- name: repair_queued_of
