@@ -95,6 +95,8 @@ class WorkerSpec:
     pid: int
     executors: int
     heartbeat_ms: int
+    tags: str = "[]"
+    """Its tags as a sorted JSON array."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,9 +30,9 @@ ON CONFLICT (namespace_id, name) DO UPDATE SET
 -- was lost); worker_by_incarnation finds it.
 INSERT INTO {schema}.workers
     (namespace_id, incarnation, host, pid, status, executors, heartbeat_ms, started_at,
-     heartbeat_at)
+     heartbeat_at, tags)
 VALUES (:namespace_id, :incarnation, :host, :pid, 1, :executors, :heartbeat_ms,
-        COALESCE(:now::timestamptz, now()), COALESCE(:now::timestamptz, now()))
+        COALESCE(:now::timestamptz, now()), COALESCE(:now::timestamptz, now()), :tags::jsonb)
 ON CONFLICT (incarnation) DO NOTHING
 RETURNING id AS worker_id;
 

@@ -30,8 +30,8 @@ ON CONFLICT (namespace_id, name) DO UPDATE SET
 WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
 INSERT INTO {schema}.workers
     (namespace_id, incarnation, host, pid, status, executors, heartbeat_ms, started_at,
-     heartbeat_at)
-SELECT :namespace_id, :incarnation, :host, :pid, 1, :executors, :heartbeat_ms, t.now, t.now
+     heartbeat_at, tags)
+SELECT :namespace_id, :incarnation, :host, :pid, 1, :executors, :heartbeat_ms, t.now, t.now, :tags
 FROM t
 WHERE true  -- lets SQLite parse the ON CONFLICT clause after a SELECT
 ON CONFLICT (incarnation) DO NOTHING
