@@ -678,7 +678,9 @@ SELECT n.name AS namespace,
     COALESCE(o.version, 0) AS version,
     o.updated_at,
     o.updated_by,
-    o.reason
+    o.reason,
+    d.tags::text AS tags,
+    d.tenant_scope
    FROM {schema}.definitions d
      JOIN {schema}.namespaces n ON n.id = d.namespace_id
      LEFT JOIN {schema}.policy_overrides o ON o.definition_id = d.id

@@ -500,7 +500,9 @@ SELECT
     COALESCE(o.version, 0) AS version,
     o.updated_at,
     o.updated_by,
-    o.reason
+    o.reason,
+    d.tags,
+    d.tenant_scope
 FROM acta_definitions d
 JOIN acta_namespaces n ON n.id = d.namespace_id
 LEFT JOIN acta_policy_overrides o ON o.definition_id = d.id

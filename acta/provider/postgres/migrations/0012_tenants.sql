@@ -164,6 +164,37 @@ FROM {schema}.workers w
 JOIN {schema}.namespaces n ON n.id = w.namespace_id
 JOIN {schema}.codes s      ON s.family = 'worker_status' AND s.code = w.status;
 
+DROP VIEW {schema}.effective_policy_view;
+
+-- effective_policy_view again, with the definition's tags and tenant scope.
+CREATE VIEW {schema}.effective_policy_view AS
+SELECT
+    n.name  AS namespace,
+    d.name  AS job_name,
+    CASE WHEN o.policy ? 'max_attempts' THEN (o.policy ->> 'max_attempts')::integer
+         ELSE d.max_attempts END AS max_attempts,
+    CASE WHEN o.policy ? 'backoff' THEN o.policy ->> 'backoff' ELSE d.backoff END AS backoff,
+    CASE WHEN o.policy ? 'timeout_ms' THEN (o.policy ->> 'timeout_ms')::bigint
+         ELSE d.timeout_ms END AS timeout_ms,
+    a.name  AS audit,
+    CASE WHEN o.policy ? 'retention_ms' THEN (o.policy ->> 'retention_ms')::bigint
+         ELSE d.retention_ms END AS retention_ms,
+    o.policy ->> 'alerts' AS alerts,
+    d.priority,
+    o.policy::text AS overrides,
+    COALESCE(o.version, 0) AS version,
+    o.updated_at,
+    o.updated_by,
+    o.reason,
+    d.tags::text AS tags,
+    d.tenant_scope
+FROM {schema}.definitions d
+JOIN {schema}.namespaces n ON n.id = d.namespace_id
+LEFT JOIN {schema}.policy_overrides o ON o.definition_id = d.id
+JOIN {schema}.codes a ON a.family = 'audit_level'
+    AND a.code = CASE WHEN o.policy ? 'audit' THEN (o.policy ->> 'audit')::smallint
+                      ELSE d.audit_level END;
+
 -- Tenants as an operator reads them, with how many of their jobs are not finished yet.
 CREATE VIEW {schema}.tenants_view AS
 SELECT

@@ -164,6 +164,38 @@ FROM {schema}.workers w
 JOIN {schema}.namespaces n ON n.id = w.namespace_id
 JOIN {schema}.codes s      ON s.family = 'worker_status' AND s.code = w.status;
 
+DROP VIEW {schema}.effective_policy_view;
+
+-- effective_policy_view again, with the definition's tags and tenant scope.
+CREATE VIEW {schema}.effective_policy_view AS
+SELECT
+    n.name  AS namespace,
+    d.name  AS job_name,
+    CASE WHEN json_type(o.policy, '$.max_attempts') IS NULL THEN d.max_attempts
+         ELSE json_extract(o.policy, '$.max_attempts') END AS max_attempts,
+    CASE WHEN json_type(o.policy, '$.backoff') IS NULL THEN d.backoff
+         ELSE json_extract(o.policy, '$.backoff') END AS backoff,
+    CASE WHEN json_type(o.policy, '$.timeout_ms') IS NULL THEN d.timeout_ms
+         ELSE json_extract(o.policy, '$.timeout_ms') END AS timeout_ms,
+    a.name  AS audit,
+    CASE WHEN json_type(o.policy, '$.retention_ms') IS NULL THEN d.retention_ms
+         ELSE json_extract(o.policy, '$.retention_ms') END AS retention_ms,
+    json_extract(o.policy, '$.alerts') AS alerts,
+    d.priority,
+    o.policy AS overrides,
+    COALESCE(o.version, 0) AS version,
+    o.updated_at,
+    o.updated_by,
+    o.reason,
+    d.tags,
+    d.tenant_scope
+FROM {schema}.definitions d
+JOIN {schema}.namespaces n ON n.id = d.namespace_id
+LEFT JOIN {schema}.policy_overrides o ON o.definition_id = d.id
+JOIN {schema}.codes a ON a.family = 'audit_level'
+    AND a.code = CASE WHEN json_type(o.policy, '$.audit') IS NULL THEN d.audit_level
+                      ELSE json_extract(o.policy, '$.audit') END;
+
 -- Tenants as an operator reads them, with how many of their jobs are not finished yet.
 CREATE VIEW {schema}.tenants_view AS
 SELECT
