@@ -22,6 +22,7 @@ from typing import Any
 
 from acta.app import Acta
 from acta.cli import policy, render
+from acta.cli import tenants as tenant_cli
 from acta.cli.command import EXIT_FAILURE, EXIT_OK, HANDLER, UsageError
 from acta.cli.ledger import add_ledger_options, open_reader, resolve_ledger
 from acta.duration import parse_duration
@@ -122,8 +123,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     namespaces = commands.add_parser(
         "namespaces",
-        help="pause or resume every claim in a namespace",
-        description="Stop or restart every claim in one namespace.",
+        help="list namespaces; pause (suspend) or resume claims; update tags and metadata",
+        description="Namespaces: list them, stop or restart every claim in one, label them.",
     )
     nsub = namespaces.add_subparsers(title="commands", metavar="COMMAND", required=True)
     for verb in ("pause", "resume"):
@@ -135,6 +136,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         )
         parser.add_argument("target", metavar="NAME", help="the namespace")
         parser.set_defaults(**{HANDLER: namespace_command, "verb": verb})
+    tenant_cli.register_namespaces(nsub)  # list, suspend (= pause), update
 
 
 def _verb(
