@@ -321,3 +321,37 @@ def test_a_suspend_racing_a_running_job_refuses_what_follows_but_not_its_childre
         "SELECT job_name, status, tenant FROM {schema}.jobs_view WHERE job_name = 'step'"
     )
     assert rows == [("step", "succeeded", "acme")]
+
+
+def test_jobs_filter_by_tenant_and_explain_names_a_suspended_tenant(
+    acta_app: Acta, acta_host: Host, ledger: Ledger
+) -> None:
+    @acta_app.job("ship")
+    def ship(n: int) -> int:
+        return n
+
+    acta_app.tenants.register("acme")
+    acta_app.tenants.register("globex")
+    mine = [ship.enqueue(n, tenant="acme", delay="1h") for n in range(3)]
+    theirs = ship.enqueue(9, tenant="globex", delay="1h")
+    ship.enqueue(10, delay="1h")
+    listed = acta_app.jobs(tenant="acme")
+    assert sorted(j.job_ref for j in listed) == sorted(str(r) for r in mine)
+    assert {j.tenant for j in listed} == {"acme"} and acta_app.get(theirs).tenant == "globex"
+    assert acta_app.jobs(tenant="nobody") == []
+    with pytest.raises(InvalidNameError, match="tenant"):
+        acta_app.jobs(tenant="bad\x00")
+
+    dry = acta_app.repairs.cancel_many(tenant="acme", dry_run=True)
+    assert dry.matched == 3 and dry.changed == 0
+    done = acta_app.repairs.cancel_many(tenant="globex", reason="offboarded")
+    assert done.changed == 1 and acta_app.get(theirs).status is JobStatus.CANCELLED
+
+    plain = acta_app.ops.explain(mine[0])
+    assert plain.facts["tenant"] == "acme" and plain.facts["tenant_suspended"] is False
+    assert "suspended" not in plain.summary
+    acta_app.tenants.suspend("acme", reason="audit")
+    judged = acta_app.ops.explain(mine[0])
+    assert judged.verdict == plain.verdict  # the job still runs when due
+    assert judged.facts["tenant_suspended"] is True
+    assert "tenant 'acme' is suspended" in judged.summary

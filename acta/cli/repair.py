@@ -34,7 +34,15 @@ from acta.names import validate_namespace
 from acta.repair import BulkReport
 
 _DONE = {"restart": "restarted", "reschedule": "rescheduled", "cancel": "cancelled"}
-_FILTERS = ("status", "name", "tag", "correlation_key", "created_after", "created_before")
+_FILTERS = (
+    "status",
+    "name",
+    "tag",
+    "correlation_key",
+    "created_after",
+    "created_before",
+    "tenant",
+)
 
 
 def register_jobs(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -160,6 +168,7 @@ def _bulk_options(parser: argparse.ArgumentParser, *, optional_ref: bool) -> Non
     parser.add_argument("--name", help="only jobs of this job name")
     parser.add_argument("--tag", help="only jobs carrying this tag")
     parser.add_argument("--correlation-key", metavar="KEY", help="only jobs with this key")
+    parser.add_argument("--tenant", metavar="KEY", help="only jobs of this tenant")
     parser.add_argument("--created-after", type=_instant, metavar="INSTANT")
     parser.add_argument("--created-before", type=_instant, metavar="INSTANT")
     parser.add_argument("--dry-run", action="store_true", help="only count the matching jobs")

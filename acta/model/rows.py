@@ -317,6 +317,8 @@ class JobInfo:
     child_name: str | None = None
     deadline_at: datetime | None = None
     deadline_strict: bool = False
+    tenant: str | None = None
+    """The key of the tenant the job is about, if any."""
 
 
 @dataclass(frozen=True, slots=True)

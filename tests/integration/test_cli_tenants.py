@@ -139,3 +139,20 @@ def test_namespaces_list_suspend_and_update(
     assert code == 0
     code, out, _ = _run(ledger, capsys, "namespaces", "list")
     assert "default" in out and "running" in out and "payments" in out
+
+
+def test_jobs_list_and_bulk_cancel_filter_by_tenant(
+    ledger: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app = Acta(ledger)
+    app.define("invoice")
+    app.tenants.register("acme")
+    kept = app.enqueue("invoice", tenant="acme", delay="1h")
+    app.close()
+    code, out, _ = _run(ledger, capsys, "jobs", "list", "--tenant", "acme", "--json")
+    assert code == 0
+    assert [(j["job_ref"], j["tenant"]) for j in json.loads(out)] == [(str(kept), "acme")]
+    code, out, _ = _run(ledger, capsys, "jobs", "cancel", "--tenant", "acme", "--dry-run")
+    assert code == 0 and "1" in out
+    code, _, err = _run(ledger, capsys, "jobs", "list", "--tenant", "bad\x07")
+    assert code == 2 and "tenant" in err
