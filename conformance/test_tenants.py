@@ -355,3 +355,22 @@ def test_jobs_filter_by_tenant_and_explain_names_a_suspended_tenant(
     assert judged.verdict == plain.verdict  # the job still runs when due
     assert judged.facts["tenant_suspended"] is True
     assert "tenant 'acme' is suspended" in judged.summary
+
+
+def test_the_outbox_refuses_a_tenant_rather_than_dropping_it(
+    acta_app: Acta, acta_host: Host, tmp_path: Any
+) -> None:
+    import sqlite3 as sqlite
+
+    from acta.outbox import create_outbox
+
+    @acta_app.job("ship")
+    def ship(n: int) -> int:
+        return n
+
+    acta_app.tenants.register("acme")
+    with sqlite.connect(tmp_path / "shop.sqlite3") as conn:
+        create_outbox(conn)
+        with pytest.raises(ValidationError, match="outbox carries no tenant"):
+            acta_app.add_to_outbox("ship", 1, tenant="acme", connection=conn)
+        assert conn.execute("SELECT count(*) FROM acta_outbox").fetchone() == (0,)
