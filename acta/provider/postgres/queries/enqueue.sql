@@ -93,3 +93,11 @@ SELECT d.name FROM {schema}.definitions d
 WHERE d.id IN (SELECT x.id::bigint FROM jsonb_array_elements_text(:definition_ids::jsonb) AS x(id))
   AND d.retired
 ORDER BY d.name;
+
+-- name: retired_named
+-- Which of the job names :names (a JSON array) of :namespace are retired (the outbox relay
+-- quarantines their rows rather than have the whole batch refused).
+SELECT d.name FROM {schema}.definitions d
+JOIN {schema}.namespaces n ON n.id = d.namespace_id
+WHERE n.name = :namespace AND d.retired AND d.name IN (SELECT x.n FROM jsonb_array_elements_text(:names::jsonb) AS x(n))
+ORDER BY d.name;

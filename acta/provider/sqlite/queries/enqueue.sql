@@ -89,3 +89,11 @@ WHERE t.tenant_key IN (SELECT value FROM json_each(:keys));
 SELECT d.name FROM {schema}.definitions d
 WHERE d.id IN (SELECT value FROM json_each(:definition_ids)) AND d.retired
 ORDER BY d.name;
+
+-- name: retired_named
+-- Which of the job names :names (a JSON array) of :namespace are retired (the outbox relay
+-- quarantines their rows rather than have the whole batch refused).
+SELECT d.name FROM {schema}.definitions d
+JOIN {schema}.namespaces n ON n.id = d.namespace_id
+WHERE n.name = :namespace AND d.retired AND d.name IN (SELECT value FROM json_each(:names))
+ORDER BY d.name;
