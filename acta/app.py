@@ -26,6 +26,7 @@ from acta.ids import JobRef
 from acta.ledger.contract import POLICIES as DRIFT_POLICIES
 from acta.ledger.facade import Ledger
 from acta.names import validate_job_name, validate_namespace, validate_schema_name
+from acta.namespaces import Namespaces
 from acta.ops import Operations
 from acta.outbox import staging as outbox
 from acta.outbox.quarantine import Quarantine
@@ -44,6 +45,7 @@ from acta.schedules import Schedules
 from acta.settings import Settings
 from acta.telemetry import resolve as resolve_telemetry
 from acta.telemetry.backlog import backlog
+from acta.tenants import Tenants
 from acta.waiting import wait_blocking, wait_for, wait_limit
 
 if TYPE_CHECKING:
@@ -153,6 +155,16 @@ class Acta(Reader):
         """Repair verbs: restart, reschedule, amend, pause, resume, retire, purge, one job or
         many (see docs/guide/repair.md)."""
         return Repairs(self._current_ledger, self.registry, self.namespace)
+
+    @property
+    def tenants(self) -> Tenants:
+        """Tenants: register, list, suspend, resume, update (see docs/guide/tenants.md)."""
+        return self.ops.tenants
+
+    @property
+    def namespaces(self) -> Namespaces:
+        """Namespaces: list, suspend, resume, update (see docs/guide/tenants.md)."""
+        return self.ops.namespaces
 
     @property
     def provider(self) -> Provider:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import operator
 import types
 import typing
@@ -28,7 +29,7 @@ from acta.codec import DEFAULT_PAYLOAD_CAP, Codec, check_size
 from acta.context import JobContext
 from acta.contract import Contract, contract_of, fingerprint
 from acta.duration import format_duration, parse_duration
-from acta.errors import ConfigurationError, ValidationError
+from acta.errors import ConfigurationError, TenantScopeError, ValidationError
 from acta.ids import JobRef
 from acta.instant import check_instant
 from acta.model.rows import DefinitionSpec
@@ -157,6 +158,8 @@ class JobDefinition(Generic[I, R]):
             concurrency_limit=self.policy.concurrency_limit,
             meter=self.gates().meter,
             retention_ms=None if retention is None else retention // timedelta(milliseconds=1),
+            tenant_scope=self.policy.tenant,
+            tags=json.dumps(sorted(self.policy.tags)),
         )
 
     def contract(self) -> Contract:
@@ -222,6 +225,8 @@ class JobRequest:
     deadline_in: timedelta | None = None
     """A deadline given as a duration: counted from the enqueue."""
     deadline_strict: bool = True
+    tenant: str | None = None
+    """The registered tenant key the job is about."""
 
     @classmethod
     def build(
@@ -240,7 +245,11 @@ class JobRequest:
         concurrency_key: str | None = None,
         deadline: datetime | str | float | timedelta | None = None,
         deadline_policy: str = "strict",
+        tenant: str | None = None,
+        inherit_tenant: bool = False,
     ) -> JobRequest:
+        """Validate one enqueue's options. ``inherit_tenant`` (a child job: it takes its
+        parent's tenant) lets a definition that requires a tenant go without one here."""
         if delay is not None and not_before is not None:
             raise ValidationError(
                 "delay", "both delay and not_before were given", "pass one of them"
@@ -290,7 +299,32 @@ class JobRequest:
             deadline_at=deadline_at,
             deadline_in=deadline_in,
             deadline_strict=deadline_policy == "strict",
+            tenant=check_tenant(definition, tenant, inherit_tenant),
         )
+
+
+def check_tenant(
+    definition: JobDefinition[Any, Any], tenant: str | None, inherit: bool = False
+) -> str | None:
+    """The tenant key an enqueue names, checked: 1 to 200 characters, no control or invisible
+    characters, no edge whitespace; and the definition's tenant scope (required, forbidden)."""
+    scope = definition.policy.tenant
+    if tenant is None:
+        if scope == "required" and not inherit:
+            raise TenantScopeError(
+                "tenant",
+                f"job {definition.name!r} requires a tenant and none was given",
+                "pass tenant='<registered key>' (the job was declared with tenant='required')",
+            )
+        return None
+    key = validate_key(tenant, field="tenant", max_length=KEY_MAX)
+    if scope == "forbidden":
+        raise TenantScopeError(
+            "tenant",
+            f"job {definition.name!r} takes no tenant and {key!r} was given",
+            "leave tenant out (the job was declared with tenant='forbidden')",
+        )
+    return key
 
 
 def _without_directives(tp: Any) -> Any:

@@ -172,3 +172,48 @@ class JobStateError(ConflictError):
         super().__init__(message)
         self.state = state
         self.allowed = allowed
+
+
+class EnqueueRefusedError(ActaError):
+    """The ledger refused an enqueue at its commit because of what it holds now (a suspended
+    tenant, a retired definition). Nothing of the call was written: a batch is refused whole."""
+
+
+class TenantSuspendedError(EnqueueRefusedError):
+    """The enqueue named a tenant an operator suspended; ``tenant`` is its key. Jobs already
+    admitted keep running; new ones are refused until the tenant is resumed."""
+
+    def __init__(self, tenant: str) -> None:
+        super().__init__(
+            f"tenant {tenant!r} is suspended: its new jobs are refused until an operator "
+            f"resumes it (acta tenants resume {tenant})"
+        )
+        self.tenant = tenant
+
+
+class DefinitionRetiredError(EnqueueRefusedError):
+    """The enqueue named a job an operator retired; ``job_name`` is its name."""
+
+    def __init__(self, job_name: str) -> None:
+        super().__init__(
+            f"job {job_name!r} is retired: it takes no new jobs (retiring is for good; "
+            "register the work under a new job name)"
+        )
+        self.job_name = job_name
+
+
+class UnknownTenantError(ActaError, LookupError):
+    """A tenant key no one registered: an enqueue names only registered tenants
+    (``app.tenants.register(key)``); ``tenant`` is the key."""
+
+    def __init__(self, tenant: str) -> None:
+        super().__init__(
+            f"no tenant {tenant!r} is registered: register it once with "
+            f"app.tenants.register({tenant!r}) (or `acta tenants register`) before enqueueing"
+        )
+        self.tenant = tenant
+
+
+class TenantScopeError(ValidationError):
+    """An enqueue broke its definition's tenant scope: a tenant where the job forbids one, or
+    none where it requires one. Nothing was written."""

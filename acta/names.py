@@ -171,14 +171,14 @@ def validate_key(value: str, *, field: str, max_length: int = 200) -> str:
     return value
 
 
-def validate_tags(tags: Iterable[str]) -> tuple[str, ...]:
+def validate_tags(tags: Iterable[str], *, field: str = "tags") -> tuple[str, ...]:
     """Check each tag as a key of at most 64 characters; drop repeats, keep first-seen order.
 
     At most 32 distinct tags are allowed.
     """
     if isinstance(tags, str | bytes):
         raise InvalidNameError(
-            "tags",
+            field,
             f"got a single {type(tags).__name__} {_show(tags)}",
             "pass a list or tuple of tags, e.g. ['billing'] rather than 'billing'",
         )
@@ -186,16 +186,16 @@ def validate_tags(tags: Iterable[str]) -> tuple[str, ...]:
         items = list(tags)
     except TypeError:
         raise InvalidNameError(
-            "tags", f"{type(tags).__name__} is not iterable", "pass a list or tuple of str"
+            field, f"{type(tags).__name__} is not iterable", "pass a list or tuple of str"
         ) from None
     checked = [
-        validate_key(tag, field=f"tags[{index}]", max_length=_TAG_MAX)
+        validate_key(tag, field=f"{field}[{index}]", max_length=_TAG_MAX)
         for index, tag in enumerate(items)
     ]
     seen = dict.fromkeys(checked)
     if len(seen) > _MAX_TAGS:
         raise InvalidNameError(
-            "tags", f"has {len(seen)} distinct tags, over {_MAX_TAGS}", "at most 32 tags"
+            field, f"has {len(seen)} distinct tags, over {_MAX_TAGS}", "at most 32 tags"
         )
     return tuple(seen)
 

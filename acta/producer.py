@@ -54,6 +54,7 @@ def new_job(request: JobRequest, job_ref: str, now: datetime, **lineage: Any) ->
         concurrency_key=request.concurrency_key,
         deadline_at=deadline_of(request, now),
         deadline_strict=request.deadline_strict,
+        tenant=request.tenant,
         **lineage,
     )
 

@@ -21,7 +21,7 @@ from acta.ledger.facade import Ledger
 from acta.ledger.retention import PurgedJob, purged
 from acta.model.codes import JobStatus
 from acta.model.rows import EventInfo, JobInfo, WorkerInfo
-from acta.names import validate_job_name
+from acta.names import validate_job_name, validate_key
 from acta.provider.verb import Verb
 from acta.registry import Registry
 from acta.shape import from_data
@@ -76,9 +76,12 @@ class Reader(Signals):
         before: int | None = None,
         include_system: bool = False,
         all_namespaces: bool = False,
+        tenant: str | None = None,
     ) -> list[JobInfo]:
-        """Jobs newest first; ``before`` is the ``job_id`` to page past."""
+        """Jobs newest first; ``before`` is the ``job_id`` to page past; ``tenant`` keeps
+        only that tenant's jobs."""
         args = self._list_args(status, name, limit, before, include_system, all_namespaces)
+        args["tenant"] = None if tenant is None else validate_key(tenant, field="tenant")
         return self._run(lambda: read.jobs(**args))
 
     async def jobs_async(
@@ -90,9 +93,11 @@ class Reader(Signals):
         before: int | None = None,
         include_system: bool = False,
         all_namespaces: bool = False,
+        tenant: str | None = None,
     ) -> list[JobInfo]:
         """Async twin of ``jobs``."""
         args = self._list_args(status, name, limit, before, include_system, all_namespaces)
+        args["tenant"] = None if tenant is None else validate_key(tenant, field="tenant")
         return await self._run_async(lambda: read.jobs(**args))
 
     def _list_args(

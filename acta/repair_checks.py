@@ -28,6 +28,7 @@ _FILTERS = (
     "created_after",
     "created_before",
     "finished_before",
+    "tenant",
 )
 
 
@@ -83,6 +84,9 @@ def job_filter(given: dict[str, object], allowed: tuple[JobStatus, ...], verb: s
         if key is None
         else validate_key(_text(key, "correlation_key"), field="correlation_key"),
         **instants,
+        tenant=None
+        if given.get("tenant") is None
+        else validate_key(_text(given["tenant"], "tenant"), field="tenant"),
     )
     if flt.empty and given.get("status") is None:
         raise ValidationError(
@@ -90,7 +94,9 @@ def job_filter(given: dict[str, object], allowed: tuple[JobStatus, ...], verb: s
             f"a bulk {verb} needs at least one filter",
             f"one of {', '.join(_FILTERS)} (a status alone is enough)",
         )
-    return JobFilter(statuses, flt.name, flt.tag, flt.correlation_key, **instants)
+    return JobFilter(
+        statuses, flt.name, flt.tag, flt.correlation_key, **instants, tenant=flt.tenant
+    )
 
 
 def _text(value: object, field: str) -> str:

@@ -169,3 +169,24 @@ def test_async_verbs(acta_app: Acta, acta_host: Host, shop: Shop) -> None:
 
     assert asyncio.run(decide()) == "discard"
     assert desk.entries() == []
+
+
+def test_rows_of_a_retired_job_are_quarantined_and_the_rest_delivered(
+    acta_app: Acta, acta_host: Host, shop: Shop, ledger: Ledger
+) -> None:
+    @acta_app.job("legacy")
+    def legacy(order: int) -> None:
+        ran.append(("legacy", order))
+
+    legacy.enqueue(0)
+    acta_host.run_until_idle()
+    acta_app.repairs.retire_definition("legacy", reason="replaced by ship")
+    ran.clear()
+    old = shop.stage(acta_app, "legacy", 1)
+    good = shop.stage(acta_app, "ship", 2)
+    acta_host.advance("2s")  # the relay's next poll
+    acta_host.run_until_idle()
+    assert shop.staged() == [] and shop.quarantined() == {old: "rejected"}
+    assert ran == [2] and good != old  # the retired job did not hold up the batch
+    [entry] = acta_app.outbox_quarantine().entries()
+    assert entry.row == old and "retired" in entry.message

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from acta import Acta, EventCode, JobStatus
-from acta.errors import JobStateError, UnknownJobError, ValidationError
+from acta.errors import DefinitionRetiredError, JobStateError, UnknownJobError, ValidationError
 from acta_testing import Host
 
 if TYPE_CHECKING:
@@ -150,7 +150,10 @@ def test_retire_cancels_the_queue_and_refuses_resume(
     again = acta_app.repairs.retire_definition("legacy")  # idempotent: no second event
     assert again.changed == 0
     assert ledger.snapshot() == before
-    legacy.enqueue(9)
+    # A retired definition takes no new jobs: refused at commit, nothing written.
+    with pytest.raises(DefinitionRetiredError, match="legacy"):
+        legacy.enqueue(9)
+    assert ledger.snapshot() == before
     acta_host.run_until_idle()
     assert acta_app.get(other).status is JobStatus.SUCCEEDED
 

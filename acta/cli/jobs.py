@@ -47,6 +47,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help=f"only jobs in this status: {', '.join(STATUS_NAMES)}",
     )
     listing.add_argument("--name", help="only jobs of this job name, e.g. billing.charge-card")
+    listing.add_argument("--tenant", metavar="KEY", help="only jobs of this tenant")
     listing.add_argument(
         "--limit",
         type=int,
@@ -120,6 +121,7 @@ def list_command(args: argparse.Namespace, host_app: Acta | None) -> int:
             limit=args.limit,
             include_system=args.include_system,
             all_namespaces=args.all_namespaces,
+            tenant=args.tenant,
         )
         namespace = reader.namespace
     if args.json:

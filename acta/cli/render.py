@@ -136,6 +136,7 @@ def job_data(info: JobInfo) -> dict[str, Any]:
         "correlation_key": info.correlation_key,
         "tags": list(info.tags),
         "cancel_requested": info.cancel_requested,
+        "tenant": info.tenant,
     }
 
 
@@ -250,6 +251,8 @@ def job_details(
         pairs.append(("correlation", info.correlation_key))
     if info.tags:
         pairs.append(("tags", ", ".join(info.tags)))
+    if info.tenant is not None:
+        pairs.append(("tenant", info.tenant))
     pairs.append(("input", compact(input)))
     if info.status is JobStatus.SUCCEEDED:
         pairs.append(("result", compact(result)))

@@ -22,6 +22,7 @@ from typing import Any
 
 from acta.app import Acta
 from acta.cli import policy, render
+from acta.cli import tenants as tenant_cli
 from acta.cli.command import EXIT_FAILURE, EXIT_OK, HANDLER, UsageError
 from acta.cli.ledger import add_ledger_options, open_reader, resolve_ledger
 from acta.duration import parse_duration
@@ -33,7 +34,15 @@ from acta.names import validate_namespace
 from acta.repair import BulkReport
 
 _DONE = {"restart": "restarted", "reschedule": "rescheduled", "cancel": "cancelled"}
-_FILTERS = ("status", "name", "tag", "correlation_key", "created_after", "created_before")
+_FILTERS = (
+    "status",
+    "name",
+    "tag",
+    "correlation_key",
+    "created_after",
+    "created_before",
+    "tenant",
+)
 
 
 def register_jobs(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -122,8 +131,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     namespaces = commands.add_parser(
         "namespaces",
-        help="pause or resume every claim in a namespace",
-        description="Stop or restart every claim in one namespace.",
+        help="list namespaces; pause (suspend) or resume claims; update tags and metadata",
+        description="Namespaces: list them, stop or restart every claim in one, label them.",
     )
     nsub = namespaces.add_subparsers(title="commands", metavar="COMMAND", required=True)
     for verb in ("pause", "resume"):
@@ -135,6 +144,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         )
         parser.add_argument("target", metavar="NAME", help="the namespace")
         parser.set_defaults(**{HANDLER: namespace_command, "verb": verb})
+    tenant_cli.register_namespaces(nsub)  # list, suspend (= pause), update
 
 
 def _verb(
@@ -158,6 +168,7 @@ def _bulk_options(parser: argparse.ArgumentParser, *, optional_ref: bool) -> Non
     parser.add_argument("--name", help="only jobs of this job name")
     parser.add_argument("--tag", help="only jobs carrying this tag")
     parser.add_argument("--correlation-key", metavar="KEY", help="only jobs with this key")
+    parser.add_argument("--tenant", metavar="KEY", help="only jobs of this tenant")
     parser.add_argument("--created-after", type=_instant, metavar="INSTANT")
     parser.add_argument("--created-before", type=_instant, metavar="INSTANT")
     parser.add_argument("--dry-run", action="store_true", help="only count the matching jobs")

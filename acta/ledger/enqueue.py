@@ -2,17 +2,26 @@
 
 Decisions (codec, priority, due time, whether to audit) were made by the caller; this verb
 only writes them. A deduplication key some job already holds returns that job and writes
-nothing; a batch that repeats a key is refused whole, before any statement.
+nothing; a batch that repeats a key is refused whole, before any statement. The ledger itself
+refuses a batch naming an unregistered or suspended tenant (checked before any job is written)
+or holding a job of a retired definition (the insert statements skip such rows, and a batch is
+checked before its first insert), so a refused enqueue writes no job, in acta's transaction or
+the caller's.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from acta.errors import ValidationError
+from acta.errors import (
+    DefinitionRetiredError,
+    TenantSuspendedError,
+    UnknownTenantError,
+    ValidationError,
+)
 from acta.ledger.events import event_params
 from acta.ledger.lane import book_lane, promote_lanes
 from acta.model.codes import EventCode, JobStatus, audited
@@ -35,6 +44,8 @@ def definition_params(
         "concurrency_limit": spec.concurrency_limit,
         "meter": spec.meter,
         "retention_ms": spec.retention_ms,
+        "tenant_scope": spec.tenant_scope,
+        "tags": spec.tags,
     }
 
 
@@ -76,10 +87,17 @@ def enqueue(
         needed = [specs[name] for name in dict.fromkeys(job.definition for job in jobs)]
         known = yield from ensure_definitions(namespace, needed, now, "ensure_definition")
     namespace_id, definition_ids = known
+    tenants = yield from _tenants(jobs)
     if fused and not any(job.portable_only for job in jobs):
-        written = yield from _fused(namespace, namespace_id, definition_ids, jobs, now, channel)
+        written = yield from _fused(
+            namespace, namespace_id, definition_ids, jobs, now, channel, tenants
+        )
     else:
-        written = yield from _portable(namespace_id, definition_ids, jobs, now, fused)
+        if len(jobs) > 1 or jobs[0].lane is not None:
+            # Refuse before the first write: a later job's refusal must not leave earlier ones
+            # (or a lane booking) behind in a caller's transaction that goes on to commit.
+            yield from _refuse_retired({definition_ids[j.definition] for j in jobs})
+        written = yield from _portable(namespace_id, definition_ids, jobs, now, fused, tenants)
         due_now = any(j.run_at is None and j.delay_ms == 0 for j in jobs)
         if channel is not None and due_now and any(w.created for w in written):
             yield fetch_all("ring", {"channel": channel, "namespace": namespace})
@@ -108,6 +126,32 @@ def _refuse_repeated_dedup_keys(jobs: Sequence[NewJob]) -> None:
             )
 
 
+def _tenants(jobs: Sequence[NewJob]) -> Verb[dict[str, int]]:
+    """The ids of the tenants ``jobs`` name, by key; raises for a key no one registered and
+    for a suspended tenant. No statement at all when no job names a tenant (the common call).
+    On PostgreSQL the rows stay share-locked to commit, so a suspend waits for this enqueue."""
+    keys = sorted({job.tenant for job in jobs if job.tenant is not None})
+    if not keys:
+        return {}
+    rows = yield fetch_all("tenants_for_enqueue", {"keys": json.dumps(keys)})
+    found = {row["tenant_key"]: row for row in rows}
+    for key in keys:
+        if key not in found:
+            raise UnknownTenantError(key)
+        if found[key]["suspended"]:
+            raise TenantSuspendedError(key)
+    return {key: int(row["tenant_id"]) for key, row in found.items()}
+
+
+def _refuse_retired(definition_ids: Iterable[int]) -> Verb[None]:
+    """Raise DefinitionRetiredError if any of ``definition_ids`` is retired."""
+    rows = yield fetch_all(
+        "retired_definitions", {"definition_ids": json.dumps(sorted(definition_ids))}
+    )
+    if rows:
+        raise DefinitionRetiredError(rows[0]["name"])
+
+
 def _resolve(job: NewJob, holder: Mapping[str, Any] | None) -> Enqueued:
     """A row the unique keys refused: this very job (written by an earlier try whose commit
     outcome was unknown), or the job that already holds its deduplication key."""
@@ -122,8 +166,10 @@ def _portable(
     jobs: Sequence[NewJob],
     now: datetime | None,
     fused: bool = False,
+    tenants: Mapping[str, int] | None = None,
 ) -> Verb[list[Enqueued]]:
     out: list[Enqueued] = []
+    tenants = tenants or {}
     events: list[dict[str, object]] = []
     tags: list[dict[str, object]] = []
     places = yield from _book_lanes(namespace_id, jobs, now)
@@ -148,9 +194,11 @@ def _portable(
                 "root_id": job.root_id,
                 "child_name": job.child_name,
                 "trace_context": job.trace_context,
+                "tenant_id": None if job.tenant is None else tenants[job.tenant],
             },
         )
         if row is None:
+            yield from _refuse_retired([definition_id])  # skipped by insert_job's guard
             holder = yield fetch_one(
                 "job_by_ref_or_dedup_key",
                 {
@@ -242,6 +290,7 @@ def _fused(
     jobs: Sequence[NewJob],
     now: datetime | None,
     channel: str | None,
+    tenants: Mapping[str, int],
 ) -> Verb[list[Enqueued]]:
     rows = yield fetch_all(
         "fused_enqueue",
@@ -266,11 +315,18 @@ def _fused(
             "trace_contexts": [j.trace_context for j in jobs]
             if any(j.trace_context is not None for j in jobs)
             else None,
+            # NULL for a batch naming no tenant; a child's NULL takes its parent's tenant.
+            "tenant_ids": [None if j.tenant is None else tenants[j.tenant] for j in jobs]
+            if tenants
+            else None,
             "tag_refs": [j.job_ref for j in jobs for _ in j.tags],
             "tags": [tag for j in jobs for tag in j.tags],
         },
         alone=True,
     )
+    for job, row in zip(jobs, rows, strict=True):
+        if row["retired"]:  # the statement wrote nothing for the whole batch
+            raise DefinitionRetiredError(job.definition)
     refused = [job for job, row in zip(jobs, rows, strict=True) if row["job_id"] is None]
     holders: dict[str, Mapping[str, Any]] = {}
     if refused:

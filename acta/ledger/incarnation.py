@@ -56,6 +56,7 @@ def register(
             "pid": worker.pid,
             "executors": worker.executors,
             "heartbeat_ms": worker.heartbeat_ms,
+            "tags": worker.tags,
         },
     )
     if row is None:

@@ -44,6 +44,7 @@ def _job(row: dict[str, Any]) -> JobInfo:
         child_name=row["child_name"],
         deadline_at=row["deadline_at"],
         deadline_strict=bool(row["deadline_strict"]),
+        tenant=row.get("tenant"),
     )
 
 
@@ -61,6 +62,7 @@ def jobs(
     before_id: int | None,
     limit: int,
     include_system: bool,
+    tenant: str | None = None,
 ) -> Verb[list[JobInfo]]:
     rows = yield fetch_all(
         "list_jobs",
@@ -71,6 +73,7 @@ def jobs(
             "before_id": before_id,
             "limit": limit,
             "include_system": 1 if include_system else 0,
+            "tenant": tenant,
         },
     )
     return [_job(row) for row in rows]

@@ -43,6 +43,8 @@ class JobFilter:
     created_after: datetime | None = None
     created_before: datetime | None = None
     finished_before: datetime | None = None
+    tenant: str | None = None
+    """Only the jobs of this tenant (by key)."""
 
     @property
     def empty(self) -> bool:
@@ -55,6 +57,7 @@ class JobFilter:
             or self.created_after
             or self.created_before
             or self.finished_before
+            or self.tenant
         )
 
 
@@ -80,6 +83,7 @@ def _params(namespace: str, flt: JobFilter, statuses: tuple[JobStatus, ...]) -> 
         "created_after": flt.created_after,
         "created_before": flt.created_before,
         "finished_before": flt.finished_before,
+        "tenant": flt.tenant,
     }
 
 

@@ -122,6 +122,23 @@ class EventCode(Coded):
         "An operator resumed claims of a definition or a namespace; message names which.",
     )
     RETIRED = 75, "An operator retired a definition: paused for good, its queue cancelled."
+    TENANT_REGISTERED = (
+        64,
+        "An operator registered a tenant; detail: its key, tags and metadata.",
+    )
+    TENANT_SUSPENDED = (
+        65,
+        "An operator suspended a tenant: its new enqueues are refused; detail names it.",
+    )
+    TENANT_RESUMED = 66, "An operator resumed a suspended tenant; detail names it."
+    TENANT_UPDATED = (
+        67,
+        "An operator changed a tenant's tags or metadata; detail: old and new values.",
+    )
+    NAMESPACE_UPDATED = (
+        68,
+        "An operator changed a namespace's tags or metadata; detail: old and new values.",
+    )
     WORKER_STARTED = 50, "A worker incarnation registered."
     WORKER_STOPPED = 51, "A worker shut down cleanly."
     WORKER_DIED = 52, "A silent worker was declared dead by recovery."

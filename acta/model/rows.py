@@ -36,6 +36,10 @@ class DefinitionSpec:
     """The rate meter the definition's starts feed (None: no rate limit)."""
     retention_ms: int | None = 7 * 86_400_000
     """How long its finished jobs are kept, in ms (None: forever); see acta.runtime.retention."""
+    tenant_scope: str | None = None
+    """'required', 'forbidden' or None: its enqueues must, must not, or may name a tenant."""
+    tags: str = "[]"
+    """The definition's own tags as a sorted JSON array."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +67,8 @@ class NewJob:
     child_name: str | None = None
     trace_context: str | None = None
     """The enqueuing span's W3C trace context (JSON), when a recording span was current."""
+    tenant: str | None = None
+    """The registered tenant key the job is about (None: none, or its parent's for a child)."""
 
     @property
     def portable_only(self) -> bool:
@@ -89,6 +95,8 @@ class WorkerSpec:
     pid: int
     executors: int
     heartbeat_ms: int
+    tags: str = "[]"
+    """Its tags as a sorted JSON array."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,6 +317,8 @@ class JobInfo:
     child_name: str | None = None
     deadline_at: datetime | None = None
     deadline_strict: bool = False
+    tenant: str | None = None
+    """The key of the tenant the job is about, if any."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from acta.alerts import Alerts
 from acta.errors import JobNotFoundError
 from acta.ids import JobRef
 from acta.ledger.facade import Ledger
+from acta.namespaces import Namespaces
 from acta.ops import held, queued, settled, stopped  # noqa: F401 - they fill the verdict table
 from acta.ops.evidence import Evidence, gather
 from acta.ops.explanation import Explanation
@@ -27,6 +28,7 @@ from acta.registry import Registry
 from acta.repair import Repairs
 from acta.schedules import Schedules
 from acta.settings import Settings
+from acta.tenants import Tenants
 
 
 class Operations:
@@ -63,6 +65,16 @@ class Operations:
     def settings(self) -> Settings:
         """Durable named settings: read and compare-and-set."""
         return Settings(self._ledger, self.namespace)
+
+    @property
+    def tenants(self) -> Tenants:
+        """Tenants: register, list, suspend, resume, update tags and metadata."""
+        return Tenants(self._ledger)
+
+    @property
+    def namespaces(self) -> Namespaces:
+        """Namespaces: list, suspend, resume (the repairs' pause), update tags and metadata."""
+        return Namespaces(self._ledger, self.repairs, self.namespace)
 
     def explain(self, ref: JobRef | str) -> Explanation:
         """Why the job is where it is and what happens next, from its rows alone.

@@ -105,6 +105,17 @@ def explained(
         next_run_at=None if job["status"] >= 100 else timer(job["next_run_at"]),
         checked_at=evidence.now,
     )
+    tenant = job.get("tenant")
+    if tenant is not None:
+        # The tenant never changes a verdict (admitted jobs run on), but a suspension is
+        # what an operator asks about first when a tenant's work seems to stop arriving.
+        suspended = bool(job["tenant_suspended"])
+        common.update(facts(tenant=tenant, tenant_suspended=suspended))
+        if suspended:
+            summary += (
+                f" Its tenant {tenant!r} is suspended: new jobs for it are refused, but this "
+                "one was admitted before and runs as usual."
+            )
     return Explanation(
         job_ref=evidence.ref,
         name=job["name"],

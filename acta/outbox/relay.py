@@ -33,7 +33,7 @@ from acta.model.codes import EventCode, JobStatus, audited
 from acta.model.rows import DefinitionSpec, Enqueued, NewJob
 from acta.names import validate_key, validate_namespace, validate_tags
 from acta.outbox.source import SourceConnection
-from acta.provider.verb import Verb, execute_many, fetch_one
+from acta.provider.verb import Verb, execute_many, fetch_all, fetch_one
 from acta.registry import Registry
 from acta.shape import from_data
 
@@ -43,7 +43,7 @@ TOO_LARGE = "too_large"
 BAD_NAMESPACE = "bad_namespace"
 REJECTED = "rejected"
 REASONS = (UNKNOWN_JOB, UNDECODABLE, TOO_LARGE, BAD_NAMESPACE, REJECTED)
-"""Why a row was quarantined. (Tenants do not exist yet, so no row is refused for one.)"""
+"""Why a row was quarantined (a row naming a retired job is ``rejected``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,7 +239,10 @@ def deliver(
     *,
     fused: bool,
     channel: str | None,
-) -> Verb[tuple[list[Enqueued], tuple[int, Mapping[str, int]] | None] | None]:
+) -> Verb[
+    tuple[list[Enqueued], tuple[int, Mapping[str, int]] | None, list[tuple[OutboxRow, Refusal]]]
+    | None
+]:
     """Enqueue the admitted rows (lanes in staging order: the batch is in row order) and write
     the DELIVERED and QUARANTINED events, all in one ledger transaction, fenced by the relay
     slot's lease (None, and nothing written, when the run no longer holds it)."""
@@ -251,11 +254,22 @@ def deliver(
         return None
     written: list[Enqueued] = []
     events: list[dict[str, object]] = []
+    # A job an operator retired takes no new jobs (enqueue would refuse the whole batch): its
+    # rows are quarantined instead, and returned so the source settles them as such.
+    names = sorted({job.definition for _, job in d.jobs})
+    rows = yield fetch_all("retired_named", {"namespace": d.namespace, "names": json.dumps(names)})
+    retired = {row["name"] for row in rows}
+    late = [
+        (row, Refusal(REJECTED, f"job {job.definition!r} is retired: it takes no new jobs"))
+        for row, job in d.jobs
+        if job.definition in retired
+    ]
+    admitted = [pair for pair in d.jobs if pair[1].definition not in retired]
     # Lane members take enqueue's row-by-row path (each books its place in line, in batch
     # order, which is staging order); the rest go in one statement where the dialect can.
     # Both parts are in this one transaction.
-    laned = [pair for pair in d.jobs if pair[1].lane is not None]
-    unlaned = [pair for pair in d.jobs if pair[1].lane is None]
+    laned = [pair for pair in admitted if pair[1].lane is not None]
+    unlaned = [pair for pair in admitted if pair[1].lane is None]
     delivered: list[tuple[OutboxRow, NewJob]] = []
     for part in (unlaned, laned):
         if not part:
@@ -271,11 +285,11 @@ def deliver(
             # A repeated delivery found its job already there: nothing new to record.
             if made.created and audited(job.audit_level, EventCode.DELIVERED):
                 events.append(delivered_event(now, d, made, row))
-    for row, refusal in d.refused:
+    for row, refusal in [*d.refused, *late]:
         events.append(quarantined_event(now, d, row, refusal))
     if events:
         yield execute_many("insert_event", events)
-    return written, known
+    return written, known, late
 
 
 def delivered_event(

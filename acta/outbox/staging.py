@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from acta.definition import JobRequest
-from acta.errors import ConfigurationError
+from acta.errors import ConfigurationError, ValidationError
 from acta.outbox.provisioning import Driver, driver_of, table_name
 from acta.producer import deadline_of
 from acta.provider import caller_tx
@@ -64,6 +64,15 @@ class StagedRow:
     @classmethod
     def of(cls, request: JobRequest, namespace: str, now: datetime) -> StagedRow:
         """The row for a validated request staged at ``now``."""
+        if request.tenant is not None:
+            # The outbox table lives in the application's database and acta never migrates
+            # it, so it has no tenant column; dropping the tenant silently would be worse.
+            raise ValidationError(
+                "tenant",
+                f"{request.tenant!r} cannot be staged in the outbox",
+                "the outbox carries no tenant: enqueue tenant jobs on the ledger "
+                "(app.enqueue(..., tenant=..., connection=...) when it is in your database)",
+            )
         run_at = request.run_at
         if run_at is None and request.delay:
             run_at = now + request.delay

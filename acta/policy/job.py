@@ -7,7 +7,7 @@ the first enqueue. The values are plain data; what they mean for a run that ends
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import Enum
@@ -16,7 +16,7 @@ from acta.backoff import DEFAULT_BACKOFF, Backoff
 from acta.duration import parse_duration
 from acta.errors import InvalidPolicyError, ValidationError
 from acta.model.codes import AuditLevel
-from acta.names import validate_key
+from acta.names import validate_key, validate_tags
 from acta.policy.gate import Rate, validate_concurrency_limit
 from acta.policy.schedule import Schedule, parse_schedules
 
@@ -24,6 +24,7 @@ DEFAULT_MAX_ATTEMPTS = 15
 MAX_ATTEMPTS_LIMIT = 1000
 PRIORITY_RANGE = range(-100, 101)
 KEY_MAX = 200
+TENANT_SCOPES = ("required", "forbidden")
 """The longest lane, concurrency key or rate key, in characters."""
 DEFAULT_RETENTION = timedelta(days=7)
 """How long a finished job's rows stay before ``sys.retention`` purges them (see
@@ -69,6 +70,11 @@ class JobPolicy:
     """How long after it finishes a job's rows are kept; None keeps them forever."""
     alerts: AlertProfile = AlertProfile.TERMINAL
     """Which failures open a failure incident (see docs/guide/alerts.md)."""
+    tenant: str | None = None
+    """Tenant scope: 'required' (every enqueue names a tenant), 'forbidden' (none may), or
+    None (either)."""
+    tags: tuple[str, ...] = ()
+    """The definition's own tags (who owns it, what it is about), stored on its row."""
 
     @property
     def gated(self) -> bool:
@@ -92,6 +98,8 @@ class JobPolicy:
         schedules: Mapping[str, str | timedelta | Schedule] | None = None,
         retention: str | float | timedelta | None = DEFAULT_RETENTION,
         alerts: str | AlertProfile = AlertProfile.TERMINAL,
+        tenant: str | None = None,
+        definition_tags: Iterable[str] = (),
     ) -> JobPolicy:
         """Validate user-facing policy arguments into a JobPolicy."""
         if rate_key is not None and rate_limit is None:
@@ -121,6 +129,8 @@ class JobPolicy:
             schedules=parse_schedules(schedule, schedules),
             retention=None if retention is None else validate_retention(retention),
             alerts=_alerts(alerts),
+            tenant=_tenant_scope(tenant),
+            tags=validate_tags(definition_tags, field="definition_tags"),
         )
 
 
@@ -173,6 +183,14 @@ def _audit(value: str | AuditLevel) -> AuditLevel:
     if level is None:
         raise InvalidPolicyError("audit", f"got {value!r}", "one of 'full', 'failures', 'off'")
     return level
+
+
+def _tenant_scope(value: object) -> str | None:
+    if value is None or (isinstance(value, str) and value in TENANT_SCOPES):
+        return value
+    raise InvalidPolicyError(
+        "tenant", f"got {value!r:.80}", "'required', 'forbidden', or None (a tenant is optional)"
+    )
 
 
 def _alerts(value: str | AlertProfile) -> AlertProfile:

@@ -43,7 +43,11 @@ class Children(PortBase):
         options = {"correlation_key": claimed.correlation_key, **options}
         requests = [
             JobRequest.build(
-                definition, value, payload_cap=self.env.registry.payload_cap, **options
+                definition,
+                value,
+                payload_cap=self.env.registry.payload_cap,
+                inherit_tenant=True,  # a child without a tenant of its own takes its parent's
+                **options,
             )
             for value in inputs
         ]

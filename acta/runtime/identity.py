@@ -8,6 +8,7 @@ under the old one.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -86,6 +87,7 @@ class Identity:
             os.getpid(),
             settings.executors,
             settings.heartbeat // _MS,
+            json.dumps(sorted(settings.tags)),
         )
         contracts = [] if drift == "off" else [d.contract() for d in registry.handled().values()]
         return lambda: register(

@@ -77,7 +77,7 @@ async def relay_batch(env: RunEnv, source: OutboxSource, lease: SlotLease) -> in
     delivery = _judge(env, source, rows, lease)
     try:
         _alive(env)
-        written = await _deliver(env, delivery)
+        written, late = await _deliver(env, delivery)
     except BaseException as exc:
         if not env.killed:
             error = f"{type(exc).__name__}: {exc}"
@@ -87,10 +87,11 @@ async def relay_batch(env: RunEnv, source: OutboxSource, lease: SlotLease) -> in
     if any(w.created for w in written) and env.ring is not None:
         env.ring()  # this process's idle workers may claim the new jobs at once
     _alive(env)
-    delivered = [row.id for row, _ in delivery.jobs]
-    await _on_source(
-        source, lambda conn: settle(conn, delivered, delivery.refused, me, env.clock.now())
-    )
+    # Rows the ledger refused (a retired job) are quarantined, not delivered.
+    gone = {row.id for row, _ in late}
+    delivered = [row.id for row, _ in delivery.jobs if row.id not in gone]
+    refused = [*delivery.refused, *late]
+    await _on_source(source, lambda conn: settle(conn, delivered, refused, me, env.clock.now()))
     return len(rows)
 
 
@@ -112,7 +113,9 @@ def _judge(env: RunEnv, source: OutboxSource, rows: list[OutboxRow], lease: Slot
     )
 
 
-async def _deliver(env: RunEnv, delivery: Delivery) -> list[Enqueued]:
+async def _deliver(
+    env: RunEnv, delivery: Delivery
+) -> tuple[list[Enqueued], list[tuple[OutboxRow, Refusal]]]:
     ledger = env.ledger
     known = ledger.catalog(env.namespace)
     now, fused, channel = ledger.now(), ledger.fused, ledger.channel
@@ -122,10 +125,10 @@ async def _deliver(env: RunEnv, delivery: Delivery) -> list[Enqueued]:
     )
     if done is None:
         raise LeaseLostError(f"the outbox relay lost its slot {delivery.lease.job_ref}")
-    written, learnt = done
+    written, learnt, late = done
     if learnt is not None:
         ledger.learn_catalog(env.namespace, learnt)
-    return written
+    return written, late
 
 
 def _alive(env: RunEnv) -> None:

@@ -11,12 +11,14 @@ event retention, since whichever of them claims the slot applies its own.
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from acta.duration import parse_duration
 from acta.errors import ValidationError
+from acta.names import validate_tags
 
 LEASE_BEATS = 4
 DEAD_BEATS = 7
@@ -40,6 +42,8 @@ class WorkerSettings:
     retention_every: timedelta = timedelta(hours=1)
     event_retention: timedelta = timedelta(days=365)
     retention_batch: int = 500
+    tags: tuple[str, ...] = ()
+    """The worker's own tags (a region, a build, a team), shown in workers_view."""
 
     @classmethod
     def build(
@@ -56,6 +60,7 @@ class WorkerSettings:
         retention_every: str | float | timedelta = "1h",
         event_retention: str | float | timedelta = "365d",
         retention_batch: int = 500,
+        tags: Iterable[str] = (),
     ) -> WorkerSettings:
         if (
             isinstance(executors, bool)
@@ -85,6 +90,7 @@ class WorkerSettings:
             retention_every=_positive(retention_every, "retention_every", 1, 7 * 86400),
             event_retention=_positive(event_retention, "event_retention", 86400, 365 * 86400),
             retention_batch=retention_batch,
+            tags=validate_tags(tags),
         )
 
     @property

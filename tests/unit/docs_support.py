@@ -157,7 +157,7 @@ def _scenario(app: Acta, host: Host) -> None:
         if ctx.execution == 1:
             raise ConnectionError("crm timed out")
 
-    @app.job("charge-card", max_attempts=2, backoff="1s")
+    @app.job("charge-card", max_attempts=2, backoff="1s", tenant="forbidden")
     def charge_card(order: str) -> None:
         raise RuntimeError(f"card declined for {order}")
 
@@ -213,6 +213,19 @@ def _scenario(app: Acta, host: Host) -> None:
         expected_version=0,
         actor="ann",
         reason="the mail relay throttles",
+    )
+    _tenants(app, host)
+
+
+def _tenants(app: Acta, host: Host) -> None:
+    """Two tenants, one suspended, a job of each; the namespace with an owner."""
+    app.tenants.register("acme-corp", tags=["gold"], metadata={"region": "eu"})
+    app.tenants.register("initech")
+    app.enqueue("send-receipt", "ORD-10", tenant="acme-corp", delay="1h")
+    app.enqueue("send-receipt", "ORD-11", tenant="initech", delay="1h")
+    app.tenants.suspend("initech", reason="contract ended", actor="ann")
+    app.namespaces.update(
+        expected_version=1, tags=["core"], metadata={"team": "payments"}, actor="ann"
     )
 
 

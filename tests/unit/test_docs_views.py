@@ -39,6 +39,8 @@ VIEWS = (
     "schedules_view",
     "settings_view",
     "effective_policy_view",
+    "tenants_view",
+    "namespaces_view",
 )
 INSTANT = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}")
 # Declared types SQLite reports for a view column (empty for computed expressions), and the

@@ -70,6 +70,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             # the reader; the application and the CLI sit on it, never the runtime.
             "acta.ops",
             "acta.ops.",
+            # Tenants and namespaces: operator verbs through the facade, like the repairs.
+            "acta.labels",
+            "acta.tenants",
+            "acta.namespaces",
         ),
     ),
     ("runtime", ("acta.runtime", "acta.runtime.")),

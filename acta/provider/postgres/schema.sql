@@ -64,6 +64,8 @@ CREATE TABLE {schema}.definitions (
     retention_ms bigint DEFAULT 604800000,
     paused boolean DEFAULT false NOT NULL,
     retired boolean DEFAULT false NOT NULL,
+    tags jsonb DEFAULT '[]'::jsonb NOT NULL,
+    tenant_scope text,
     CONSTRAINT definitions_concurrency_limit_check CHECK (concurrency_limit IS NULL OR concurrency_limit >= 1),
     CONSTRAINT definitions_id_namespace_id_key UNIQUE (id, namespace_id),
     CONSTRAINT definitions_max_attempts_check CHECK (max_attempts >= 1),
@@ -71,6 +73,7 @@ CREATE TABLE {schema}.definitions (
     CONSTRAINT definitions_namespace_id_name_key UNIQUE (namespace_id, name),
     CONSTRAINT definitions_pkey PRIMARY KEY (id),
     CONSTRAINT definitions_retention_ms_check CHECK (retention_ms IS NULL OR retention_ms >= 60000),
+    CONSTRAINT definitions_tenant_scope_check CHECK (tenant_scope IS NULL OR (tenant_scope = ANY (ARRAY['required'::text, 'forbidden'::text]))),
     CONSTRAINT definitions_timeout_ms_check CHECK (timeout_ms IS NULL OR timeout_ms > 0)
 );
 
@@ -147,9 +150,11 @@ CREATE TABLE {schema}.jobs (
     deadline_at timestamp with time zone,
     deadline_strict boolean DEFAULT false NOT NULL,
     trace_context text,
+    tenant_id bigint,
     CONSTRAINT jobs_definition_id_namespace_id_fkey FOREIGN KEY (definition_id, namespace_id) REFERENCES {schema}.definitions(id, namespace_id),
     CONSTRAINT jobs_job_ref_key UNIQUE (job_ref),
-    CONSTRAINT jobs_pkey PRIMARY KEY (id)
+    CONSTRAINT jobs_pkey PRIMARY KEY (id),
+    CONSTRAINT jobs_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES {schema}.tenants(id)
 );
 
 -- table lanes
@@ -212,8 +217,12 @@ CREATE TABLE {schema}.namespaces (
     name text NOT NULL,
     created_at timestamp with time zone NOT NULL,
     paused boolean DEFAULT false NOT NULL,
+    tags jsonb DEFAULT '[]'::jsonb NOT NULL,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    version integer DEFAULT 1 NOT NULL,
     CONSTRAINT namespaces_name_key UNIQUE (name),
-    CONSTRAINT namespaces_pkey PRIMARY KEY (id)
+    CONSTRAINT namespaces_pkey PRIMARY KEY (id),
+    CONSTRAINT namespaces_version_check CHECK (version >= 1)
 );
 
 -- table policy_overrides
@@ -374,6 +383,25 @@ CREATE TABLE {schema}.steps (
     CONSTRAINT steps_pkey PRIMARY KEY (job_id, name)
 );
 
+-- table tenants
+CREATE TABLE {schema}.tenants (
+    id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+    tenant_key text NOT NULL,
+    tags jsonb DEFAULT '[]'::jsonb NOT NULL,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    suspended boolean DEFAULT false NOT NULL,
+    suspended_at timestamp with time zone,
+    suspended_by text,
+    suspend_reason text,
+    version integer DEFAULT 1 NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT tenants_pkey PRIMARY KEY (id),
+    CONSTRAINT tenants_tenant_key_check CHECK (length(tenant_key) >= 1 AND length(tenant_key) <= 200),
+    CONSTRAINT tenants_tenant_key_key UNIQUE (tenant_key),
+    CONSTRAINT tenants_version_check CHECK (version >= 1)
+);
+
 -- table variables
 CREATE TABLE {schema}.variables (
     job_id bigint NOT NULL,
@@ -412,6 +440,7 @@ CREATE TABLE {schema}.workers (
     started_at timestamp with time zone NOT NULL,
     heartbeat_at timestamp with time zone NOT NULL,
     stopped_at timestamp with time zone,
+    tags jsonb DEFAULT '[]'::jsonb NOT NULL,
     CONSTRAINT workers_heartbeat_ms_check CHECK (heartbeat_ms > 0),
     CONSTRAINT workers_incarnation_key UNIQUE (incarnation),
     CONSTRAINT workers_namespace_id_fkey FOREIGN KEY (namespace_id) REFERENCES {schema}.namespaces(id),
@@ -468,6 +497,9 @@ CREATE UNIQUE INDEX job_tags_pkey ON {schema}.job_tags USING btree (job_id, tag)
 
 -- index jobs_by_correlation on jobs
 CREATE INDEX jobs_by_correlation ON {schema}.jobs USING btree (namespace_id, correlation_key) WHERE (correlation_key IS NOT NULL);
+
+-- index jobs_by_tenant on jobs
+CREATE INDEX jobs_by_tenant ON {schema}.jobs USING btree (tenant_id) WHERE (tenant_id IS NOT NULL);
 
 -- index jobs_children on jobs
 CREATE UNIQUE INDEX jobs_children ON {schema}.jobs USING btree (parent_id, child_name) WHERE (parent_id IS NOT NULL);
@@ -568,6 +600,12 @@ CREATE UNIQUE INDEX signals_pkey ON {schema}.signals USING btree (job_id, name);
 -- index steps_pkey on steps
 CREATE UNIQUE INDEX steps_pkey ON {schema}.steps USING btree (job_id, name);
 
+-- index tenants_pkey on tenants
+CREATE UNIQUE INDEX tenants_pkey ON {schema}.tenants USING btree (id);
+
+-- index tenants_tenant_key_key on tenants
+CREATE UNIQUE INDEX tenants_tenant_key_key ON {schema}.tenants USING btree (tenant_key);
+
 -- index variables_pkey on variables
 CREATE UNIQUE INDEX variables_pkey ON {schema}.variables USING btree (job_id, name);
 
@@ -640,7 +678,9 @@ SELECT n.name AS namespace,
     COALESCE(o.version, 0) AS version,
     o.updated_at,
     o.updated_by,
-    o.reason
+    o.reason,
+    d.tags::text AS tags,
+    d.tenant_scope
    FROM {schema}.definitions d
      JOIN {schema}.namespaces n ON n.id = d.namespace_id
      LEFT JOIN {schema}.policy_overrides o ON o.definition_id = d.id
@@ -666,12 +706,14 @@ SELECT e.id AS event_id,
     e.message,
     e.detail,
     w.incarnation AS worker,
+    tn.tenant_key AS tenant,
     e.job_id
    FROM {schema}.events e
      LEFT JOIN {schema}.jobs j ON j.id = e.job_id
      LEFT JOIN {schema}.definitions d ON d.id = j.definition_id
      LEFT JOIN {schema}.namespaces n ON n.id = e.namespace_id
      LEFT JOIN {schema}.workers w ON w.id = e.worker_id
+     LEFT JOIN {schema}.tenants tn ON tn.id = j.tenant_id
      JOIN {schema}.codes c ON c.family = 'event'::text AND c.code = e.code
      LEFT JOIN {schema}.codes o ON o.family = 'outcome'::text AND o.code = e.outcome
      LEFT JOIN {schema}.codes r ON r.family = 'reason'::text AND r.code = e.reason;
@@ -751,6 +793,7 @@ SELECT j.job_ref,
           WHERE wt.job_id = j.id AND wt.parked_in IS NOT NULL AND r.status = 30
           ORDER BY wt.parked_in DESC
          LIMIT 1) AS waiting_for,
+    tn.tenant_key AS tenant,
     j.id AS job_id
    FROM {schema}.jobs j
      JOIN {schema}.runtime r ON r.job_id = j.id
@@ -762,6 +805,7 @@ SELECT j.job_ref,
      LEFT JOIN {schema}.jobs pj ON pj.id = j.parent_id
      LEFT JOIN {schema}.jobs rj ON rj.id = j.root_id
      LEFT JOIN {schema}.progress p ON p.job_id = j.id
+     LEFT JOIN {schema}.tenants tn ON tn.id = j.tenant_id
      LEFT JOIN {schema}.events le ON le.id = (( SELECT max(e.id) AS max
            FROM {schema}.events e
           WHERE e.job_id = j.id AND ((e.code = ANY (ARRAY[21, 30])) OR e.code = 11 AND (e.outcome = ANY (ARRAY[2, 3])))))
@@ -816,6 +860,26 @@ SELECT m.name,
             COALESCE(x.period_override_ms, x.period_ms) AS period_now
            FROM {schema}.meters x) m
      JOIN {schema}.namespaces n ON n.id = m.namespace_id;
+
+-- view namespaces_view
+CREATE VIEW {schema}.namespaces_view AS
+SELECT n.name AS namespace,
+    n.paused AS suspended,
+    n.tags::text AS tags,
+    n.metadata::text AS metadata,
+    n.version,
+    n.created_at,
+    ( SELECT count(*) AS count
+           FROM {schema}.definitions d
+          WHERE d.namespace_id = n.id) AS definitions,
+    ( SELECT count(*) AS count
+           FROM {schema}.workers w
+          WHERE w.namespace_id = n.id AND w.status = 1) AS workers_running,
+    ( SELECT count(*) AS count
+           FROM {schema}.runtime r
+          WHERE r.namespace_id = n.id AND r.status < 100) AS open_jobs,
+    n.id AS namespace_id
+   FROM {schema}.namespaces n;
 
 -- view schedules_view
 CREATE VIEW {schema}.schedules_view AS
@@ -878,6 +942,25 @@ SELECT j.job_ref,
      JOIN {schema}.jobs j ON j.id = st.job_id
      JOIN {schema}.codes c ON c.family = 'step_state'::text AND c.code = st.state;
 
+-- view tenants_view
+CREATE VIEW {schema}.tenants_view AS
+SELECT t.tenant_key AS tenant,
+    t.suspended,
+    t.suspended_at,
+    t.suspended_by,
+    t.suspend_reason,
+    t.tags::text AS tags,
+    t.metadata::text AS metadata,
+    t.version,
+    t.created_at,
+    t.updated_at,
+    ( SELECT count(*) AS count
+           FROM {schema}.jobs j
+             JOIN {schema}.runtime r ON r.job_id = j.id
+          WHERE j.tenant_id = t.id AND r.status < 100) AS open_jobs,
+    t.id AS tenant_id
+   FROM {schema}.tenants t;
+
 -- view waits_view
 CREATE VIEW {schema}.waits_view AS
 SELECT j.job_ref,
@@ -913,6 +996,7 @@ SELECT w.incarnation,
     ( SELECT count(*) AS count
            FROM {schema}.runtime r
           WHERE r.lease_owner = w.id AND (r.status = ANY (ARRAY[20, 21]))) AS jobs_held,
+    w.tags::text AS tags,
     w.id AS worker_id
    FROM {schema}.workers w
      JOIN {schema}.namespaces n ON n.id = w.namespace_id

@@ -23,6 +23,9 @@ CREATE INDEX acta_job_tags_by_tag ON acta_job_tags (tag, job_id);
 CREATE INDEX acta_jobs_by_correlation
     ON acta_jobs (namespace_id, correlation_key) WHERE correlation_key IS NOT NULL;
 
+-- index acta_jobs_by_tenant
+CREATE INDEX acta_jobs_by_tenant ON acta_jobs (tenant_id) WHERE tenant_id IS NOT NULL;
+
 -- index acta_jobs_children
 CREATE UNIQUE INDEX acta_jobs_children
     ON acta_jobs (parent_id, child_name) WHERE parent_id IS NOT NULL;
@@ -124,7 +127,8 @@ CREATE TABLE acta_definitions (
     audit_level   INTEGER NOT NULL,
     registered_at TEXT    NOT NULL, concurrency_limit INTEGER
     CHECK (concurrency_limit IS NULL OR concurrency_limit >= 1), meter TEXT, retention_ms INTEGER DEFAULT 604800000
-    CHECK (retention_ms IS NULL OR retention_ms >= 60000), paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)), retired INTEGER NOT NULL DEFAULT 0 CHECK (retired IN (0, 1)),
+    CHECK (retention_ms IS NULL OR retention_ms >= 60000), paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)), retired INTEGER NOT NULL DEFAULT 0 CHECK (retired IN (0, 1)), tags TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(tags)), tenant_scope TEXT
+    CHECK (tenant_scope IS NULL OR tenant_scope IN ('required', 'forbidden')),
     UNIQUE (namespace_id, name),
     -- What jobs reference: a job's definition and namespace must belong together.
     UNIQUE (id, namespace_id)
@@ -188,7 +192,7 @@ CREATE TABLE acta_jobs (
     correlation_key TEXT,
     input_codec     INTEGER NOT NULL,
     input           BLOB    NOT NULL,
-    created_at      TEXT    NOT NULL, concurrency_key TEXT, parent_id INTEGER, root_id INTEGER, child_name TEXT, deadline_at TEXT, deadline_strict INTEGER NOT NULL DEFAULT 0, trace_context TEXT,
+    created_at      TEXT    NOT NULL, concurrency_key TEXT, parent_id INTEGER, root_id INTEGER, child_name TEXT, deadline_at TEXT, deadline_strict INTEGER NOT NULL DEFAULT 0, trace_context TEXT, tenant_id INTEGER REFERENCES acta_tenants (id),
     -- One check per enqueued row covers both ids (the namespace follows from the definition).
     FOREIGN KEY (definition_id, namespace_id) REFERENCES acta_definitions (id, namespace_id)
 );
@@ -243,7 +247,7 @@ CREATE TABLE acta_namespaces (
     id         INTEGER PRIMARY KEY,
     name       TEXT    NOT NULL UNIQUE,
     created_at TEXT    NOT NULL
-, paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)));
+, paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)), tags TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(tags)), metadata TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(metadata)), version INTEGER NOT NULL DEFAULT 1 CHECK (version >= 1));
 
 -- table acta_policy_overrides
 CREATE TABLE acta_policy_overrides (
@@ -391,6 +395,22 @@ CREATE TABLE acta_steps (
     PRIMARY KEY (job_id, name)
 );
 
+-- table acta_tenants
+CREATE TABLE acta_tenants (
+    id             INTEGER PRIMARY KEY,
+    -- The caller's opaque business key, compared byte for byte.
+    tenant_key     TEXT    NOT NULL UNIQUE CHECK (length(tenant_key) BETWEEN 1 AND 200),
+    tags           TEXT    NOT NULL DEFAULT '[]' CHECK (json_valid(tags)),
+    metadata       TEXT    NOT NULL DEFAULT '{}' CHECK (json_valid(metadata)),
+    suspended      INTEGER NOT NULL DEFAULT 0 CHECK (suspended IN (0, 1)),
+    suspended_at   TEXT,
+    suspended_by   TEXT,
+    suspend_reason TEXT,
+    version        INTEGER NOT NULL DEFAULT 1 CHECK (version >= 1),
+    created_at     TEXT    NOT NULL,
+    updated_at     TEXT    NOT NULL
+);
+
 -- table acta_variables
 CREATE TABLE acta_variables (
     job_id     INTEGER      NOT NULL REFERENCES acta_jobs (id) ON DELETE CASCADE,
@@ -427,7 +447,7 @@ CREATE TABLE acta_workers (
     started_at   TEXT    NOT NULL,
     heartbeat_at TEXT    NOT NULL,
     stopped_at   TEXT
-);
+, tags TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(tags)));
 
 -- view acta_alerts_view
 CREATE VIEW acta_alerts_view AS
@@ -480,7 +500,9 @@ SELECT
     COALESCE(o.version, 0) AS version,
     o.updated_at,
     o.updated_by,
-    o.reason
+    o.reason,
+    d.tags,
+    d.tenant_scope
 FROM acta_definitions d
 JOIN acta_namespaces n ON n.id = d.namespace_id
 LEFT JOIN acta_policy_overrides o ON o.definition_id = d.id
@@ -505,12 +527,14 @@ SELECT
     e.message,
     e.detail,
     w.incarnation AS worker,
+    tn.tenant_key AS tenant,
     e.job_id
 FROM acta_events e
 LEFT JOIN acta_jobs j        ON j.id = e.job_id
 LEFT JOIN acta_definitions d ON d.id = j.definition_id
 LEFT JOIN acta_namespaces n  ON n.id = e.namespace_id
 LEFT JOIN acta_workers w     ON w.id = e.worker_id
+LEFT JOIN acta_tenants tn    ON tn.id = j.tenant_id
 JOIN acta_codes c            ON c.family = 'event' AND c.code = e.code
 LEFT JOIN acta_codes o       ON o.family = 'outcome' AND o.code = e.outcome
 LEFT JOIN acta_codes r       ON r.family = 'reason' AND r.code = e.reason;
@@ -584,6 +608,7 @@ SELECT
        JOIN acta_codes wk ON wk.family = 'wait_kind' AND wk.code = wt.kind
       WHERE wt.job_id = j.id AND wt.parked_in IS NOT NULL AND r.status = 30
       ORDER BY wt.parked_in DESC LIMIT 1) AS waiting_for,
+    tn.tenant_key         AS tenant,
     j.id                  AS job_id
 FROM acta_jobs j
 JOIN acta_runtime r      ON r.job_id = j.id
@@ -595,6 +620,7 @@ LEFT JOIN acta_lanes l   ON l.id = r.lane_id
 LEFT JOIN acta_jobs pj   ON pj.id = j.parent_id
 LEFT JOIN acta_jobs rj   ON rj.id = j.root_id
 LEFT JOIN acta_progress p ON p.job_id = j.id
+LEFT JOIN acta_tenants tn ON tn.id = j.tenant_id
 LEFT JOIN acta_events le ON le.id = (
     SELECT max(e.id) FROM acta_events e
     WHERE e.job_id = j.id
@@ -644,6 +670,23 @@ FROM (SELECT x.*, COALESCE(x.rate_override, x.rate) AS rate_now,
              COALESCE(x.period_override_ms, x.period_ms) AS period_now
       FROM acta_meters x) m
 JOIN acta_namespaces n ON n.id = m.namespace_id;
+
+-- view acta_namespaces_view
+CREATE VIEW acta_namespaces_view AS
+SELECT
+    n.name        AS namespace,
+    n.paused      AS suspended,
+    n.tags,
+    n.metadata,
+    n.version,
+    n.created_at,
+    (SELECT count(*) FROM acta_definitions d WHERE d.namespace_id = n.id) AS definitions,
+    (SELECT count(*) FROM acta_workers w WHERE w.namespace_id = n.id AND w.status = 1)
+                  AS workers_running,
+    (SELECT count(*) FROM acta_runtime r WHERE r.namespace_id = n.id AND r.status < 100)
+                  AS open_jobs,
+    n.id          AS namespace_id
+FROM acta_namespaces n;
 
 -- view acta_schedules_view
 CREATE VIEW acta_schedules_view AS
@@ -706,6 +749,24 @@ FROM acta_steps st
 JOIN acta_jobs j  ON j.id = st.job_id
 JOIN acta_codes c ON c.family = 'step_state' AND c.code = st.state;
 
+-- view acta_tenants_view
+CREATE VIEW acta_tenants_view AS
+SELECT
+    t.tenant_key  AS tenant,
+    t.suspended,
+    t.suspended_at,
+    t.suspended_by,
+    t.suspend_reason,
+    t.tags,
+    t.metadata,
+    t.version,
+    t.created_at,
+    t.updated_at,
+    (SELECT count(*) FROM acta_jobs j JOIN acta_runtime r ON r.job_id = j.id
+      WHERE j.tenant_id = t.id AND r.status < 100) AS open_jobs,
+    t.id          AS tenant_id
+FROM acta_tenants t;
+
 -- view acta_waits_view
 CREATE VIEW acta_waits_view AS
 SELECT
@@ -741,6 +802,7 @@ SELECT
     w.stopped_at,
     (SELECT count(*) FROM acta_runtime r WHERE r.lease_owner = w.id AND r.status IN (20, 21))
                                AS jobs_held,
+    w.tags,
     w.id                       AS worker_id
 FROM acta_workers w
 JOIN acta_namespaces n ON n.id = w.namespace_id

@@ -13,10 +13,11 @@ ON CONFLICT (name) DO NOTHING;
 -- A producer never overwrites policy; only a worker registration does (register_definition).
 INSERT INTO {schema}.definitions
     (namespace_id, name, max_attempts, backoff, timeout_ms, priority, audit_level, registered_at,
-     concurrency_limit, meter, retention_ms)
+     concurrency_limit, meter, retention_ms, tenant_scope, tags)
 SELECT n.id, :name::text, :max_attempts::smallint, :backoff::text, :timeout_ms::bigint,
        :priority::smallint, :audit_level::smallint, COALESCE(:now::timestamptz, now()),
-       :concurrency_limit::integer, :meter::text, :retention_ms::bigint
+       :concurrency_limit::integer, :meter::text, :retention_ms::bigint, :tenant_scope::text,
+       :tags::jsonb
 FROM {schema}.namespaces n
 WHERE n.name = :namespace
 ON CONFLICT (namespace_id, name) DO NOTHING;
@@ -30,14 +31,20 @@ WHERE n.name = :namespace;
 -- name: insert_job
 -- A row that hits a unique key (a duplicate deduplication key, or this job already written by
 -- an earlier try whose commit outcome was unknown, or a child name its parent already used)
--- inserts nothing and returns no row. trace_context is NULL unless the enqueue was traced.
+-- inserts nothing and returns no row; so does a job of a retired definition (the verb then
+-- asks retired_definitions why). trace_context is NULL unless the enqueue was traced. The
+-- tenant is the one resolved by tenants_for_enqueue, or else the parent's (a child inherits).
 INSERT INTO {schema}.jobs
     (job_ref, namespace_id, definition_id, dedup_key, correlation_key, concurrency_key,
      input_codec, input, created_at, deadline_at, deadline_strict, parent_id, root_id,
-     child_name, trace_context)
-VALUES (:job_ref, :namespace_id, :definition_id, :dedup_key, :correlation_key,
-        :concurrency_key, :input_codec, :input, COALESCE(:now::timestamptz, now()),
-        :deadline_at, :deadline_strict, :parent_id, :root_id, :child_name, :trace_context)
+     child_name, trace_context, tenant_id)
+SELECT :job_ref, :namespace_id, :definition_id, :dedup_key, :correlation_key,
+       :concurrency_key, :input_codec, :input, COALESCE(:now::timestamptz, now()),
+       :deadline_at, :deadline_strict, :parent_id, :root_id, :child_name, :trace_context,
+       COALESCE(:tenant_id::bigint,
+                (SELECT pj.tenant_id FROM {schema}.jobs pj WHERE pj.id = :parent_id::bigint))
+FROM {schema}.definitions d
+WHERE d.id = :definition_id AND NOT d.retired
 ON CONFLICT DO NOTHING
 RETURNING id AS job_id;
 
@@ -69,3 +76,28 @@ INSERT INTO {schema}.job_tags (job_id, tag) VALUES (:job_id, :tag);
 
 -- name: namespace_id
 SELECT id AS namespace_id FROM {schema}.namespaces WHERE name = :namespace;
+
+-- name: tenants_for_enqueue
+-- The tenants an enqueue names (:keys, a JSON array), with whether each is suspended. FOR
+-- SHARE holds a suspend (an UPDATE of the row) back until this enqueue commits, so a suspend
+-- and an enqueue are ordered: the suspend's commit refuses every enqueue that follows it.
+SELECT t.id AS tenant_id, t.tenant_key, t.suspended
+FROM {schema}.tenants t
+WHERE t.tenant_key IN (SELECT x.k FROM jsonb_array_elements_text(:keys::jsonb) AS x(k))
+ORDER BY t.id
+FOR SHARE;
+
+-- name: retired_definitions
+-- Which of :definition_ids (a JSON array) are retired: checked before a batch writes anything.
+SELECT d.name FROM {schema}.definitions d
+WHERE d.id IN (SELECT x.id::bigint FROM jsonb_array_elements_text(:definition_ids::jsonb) AS x(id))
+  AND d.retired
+ORDER BY d.name;
+
+-- name: retired_named
+-- Which of the job names :names (a JSON array) of :namespace are retired (the outbox relay
+-- quarantines their rows rather than have the whole batch refused).
+SELECT d.name FROM {schema}.definitions d
+JOIN {schema}.namespaces n ON n.id = d.namespace_id
+WHERE n.name = :namespace AND d.retired AND d.name IN (SELECT x.n FROM jsonb_array_elements_text(:names::jsonb) AS x(n))
+ORDER BY d.name;

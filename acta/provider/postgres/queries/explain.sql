@@ -19,6 +19,7 @@ SELECT j.id AS job_id, j.job_ref, n.name AS namespace, j.namespace_id, d.name,
        -- Claims skip a paused definition or namespace (an operator's pause or retire).
        d.paused AS definition_paused, d.retired AS definition_retired,
        n.paused AS namespace_paused,
+       tn.tenant_key AS tenant, tn.suspended AS tenant_suspended,
        EXISTS (SELECT 1 FROM {schema}.schedules s WHERE s.slot_id = j.id) AS schedule_slot,
        COALESCE(:now::timestamptz, now()) AS now_at
 FROM {schema}.jobs j
@@ -28,6 +29,7 @@ JOIN {schema}.definitions d ON d.id = j.definition_id
 LEFT JOIN {schema}.policy_overrides o ON o.definition_id = d.id
 LEFT JOIN {schema}.workers w ON w.id = r.lease_owner
 LEFT JOIN {schema}.lanes l   ON l.id = r.lane_id
+LEFT JOIN {schema}.tenants tn ON tn.id = j.tenant_id
 LEFT JOIN {schema}.jobs h    ON h.id = l.head_job_id
 LEFT JOIN {schema}.runtime hr ON hr.job_id = l.head_job_id
 WHERE j.job_ref = :job_ref

@@ -187,28 +187,39 @@ SELECT job_id, lane_id, status FROM settled;
 -- a child name its parent used, or this very job already written by an earlier try whose
 -- commit outcome was unknown) inserts nothing and comes back with a NULL job_id; the verb
 -- looks those up afterwards. The deadline and lineage arrays may be NULL (a batch with neither),
--- and so may the trace contexts (an untraced batch): unnest pads them with NULLs.
+-- and so may the trace contexts (an untraced batch) and the tenant ids (a batch naming no
+-- tenant): unnest pads them with NULLs. A child without a tenant of its own takes its parent's.
+-- A batch holding a job of a retired definition writes nothing at all: every row comes back
+-- with a NULL job_id and retired says which, so the verb raises and the batch is refused whole.
 WITH input AS (
     SELECT * FROM unnest(:job_refs::text[], :definition_ids::bigint[], :dedup_keys::text[],
                          :correlation_keys::text[], :concurrency_keys::text[], :codecs::smallint[],
                          :inputs::bytea[], :priorities::smallint[], :run_ats::timestamptz[],
                          :delays::bigint[], :audit::boolean[], :deadline_ats::timestamptz[],
                          :deadline_stricts::boolean[], :parent_ids::bigint[], :root_ids::bigint[],
-                         :child_names::text[], :trace_contexts::text[])
+                         :child_names::text[], :trace_contexts::text[], :tenant_ids::bigint[])
         WITH ORDINALITY AS i(job_ref, definition_id, dedup_key, correlation_key, concurrency_key,
                              input_codec, input, priority, run_at, delay_ms, audit, deadline_at,
-                             deadline_strict, parent_id, root_id, child_name, trace_context, ord)
+                             deadline_strict, parent_id, root_id, child_name, trace_context,
+                             tenant_id, ord)
+),
+retired AS (
+    SELECT d.id FROM {schema}.definitions d
+    WHERE d.id IN (SELECT i.definition_id FROM input i) AND d.retired
 ),
 inserted AS (
     INSERT INTO {schema}.jobs
         (job_ref, namespace_id, definition_id, dedup_key, correlation_key, concurrency_key,
          input_codec, input, created_at, deadline_at, deadline_strict, parent_id, root_id,
-         child_name, trace_context)
+         child_name, trace_context, tenant_id)
     SELECT i.job_ref, :namespace_id, i.definition_id, i.dedup_key, i.correlation_key,
            i.concurrency_key, i.input_codec, i.input, COALESCE(:now::timestamptz, now()),
            i.deadline_at, COALESCE(i.deadline_strict, false), i.parent_id, i.root_id,
-           i.child_name, i.trace_context
+           i.child_name, i.trace_context,
+           COALESCE(i.tenant_id,
+                    (SELECT pj.tenant_id FROM {schema}.jobs pj WHERE pj.id = i.parent_id))
     FROM input i
+    WHERE NOT EXISTS (SELECT 1 FROM retired)
     ORDER BY i.ord
     ON CONFLICT DO NOTHING
     RETURNING id, job_ref
@@ -244,7 +255,8 @@ rang AS (
       AND EXISTS (SELECT 1 FROM inserted n JOIN input i ON i.job_ref = n.job_ref
                   WHERE i.run_at IS NULL AND i.delay_ms = 0)
 )
-SELECT i.ord, i.job_ref, n.id AS job_id, (SELECT count(*) FROM rang) AS rang
+SELECT i.ord, i.job_ref, n.id AS job_id, (SELECT count(*) FROM rang) AS rang,
+       i.definition_id IN (SELECT id FROM retired) AS retired
 FROM input i
 LEFT JOIN inserted n ON n.job_ref = i.job_ref
 ORDER BY i.ord;

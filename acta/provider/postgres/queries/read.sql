@@ -12,7 +12,9 @@ SELECT j.id AS job_id, j.job_ref, n.name AS namespace, d.name, r.status, r.prior
        (SELECT p.job_ref FROM {schema}.jobs p WHERE p.id = j.parent_id) AS parent_ref,
        (SELECT p.job_ref FROM {schema}.jobs p WHERE p.id = j.root_id) AS root_ref,
        (SELECT string_agg(t.tag, chr(31)) FROM {schema}.job_tags t WHERE t.job_id = j.id)
-           AS tags
+           AS tags,
+       (SELECT tn.tenant_key FROM {schema}.tenants tn WHERE tn.id = j.tenant_id)
+           AS tenant
 FROM {schema}.jobs j
 JOIN {schema}.runtime r     ON r.job_id = j.id
 JOIN {schema}.namespaces n  ON n.id = j.namespace_id
@@ -31,7 +33,9 @@ SELECT j.id AS job_id, j.job_ref, n.name AS namespace, d.name, r.status, r.prior
        (SELECT p.job_ref FROM {schema}.jobs p WHERE p.id = j.parent_id) AS parent_ref,
        (SELECT p.job_ref FROM {schema}.jobs p WHERE p.id = j.root_id) AS root_ref,
        (SELECT string_agg(t.tag, chr(31)) FROM {schema}.job_tags t WHERE t.job_id = j.id)
-           AS tags
+           AS tags,
+       (SELECT tn.tenant_key FROM {schema}.tenants tn WHERE tn.id = j.tenant_id)
+           AS tenant
 FROM {schema}.jobs j
 JOIN {schema}.runtime r     ON r.job_id = j.id
 JOIN {schema}.namespaces n  ON n.id = j.namespace_id
@@ -39,6 +43,8 @@ JOIN {schema}.definitions d ON d.id = j.definition_id
 WHERE (:namespace::text IS NULL OR n.name = :namespace::text)
   AND (:status::smallint IS NULL OR r.status = :status::smallint)
   AND (:name::text IS NULL OR d.name = :name::text)
+  AND (:tenant::text IS NULL OR j.tenant_id = (SELECT tn.id FROM {schema}.tenants tn
+                                            WHERE tn.tenant_key = :tenant::text))
   AND (:before_id::bigint IS NULL OR j.id < :before_id::bigint)
   AND (:include_system = 1 OR d.name NOT LIKE 'sys.%')
 ORDER BY j.id DESC

@@ -47,7 +47,7 @@ SELECT n.id, n.paused FROM {schema}.namespaces n WHERE n.name = :namespace;
 
 -- name: repair_pause_namespace
 UPDATE {schema}.namespaces
-SET paused = :paused::boolean
+SET paused = :paused::boolean, version = version + 1
 WHERE id = :namespace_id AND paused <> :paused::boolean;
 
 -- name: repair_queued_of
@@ -79,6 +79,8 @@ WHERE n.name = :namespace
   AND (:tag::text IS NULL OR EXISTS (SELECT 1 FROM {schema}.job_tags t
                                WHERE t.job_id = j.id AND t.tag = :tag::text))
   AND (:correlation_key::text IS NULL OR j.correlation_key = :correlation_key::text)
+  AND (:tenant::text IS NULL OR j.tenant_id = (SELECT tn.id FROM {schema}.tenants tn
+                                            WHERE tn.tenant_key = :tenant::text))
   AND (:created_after::timestamptz IS NULL OR j.created_at >= :created_after::timestamptz)
   AND (:created_before::timestamptz IS NULL OR j.created_at < :created_before::timestamptz)
   AND (:finished_before::timestamptz IS NULL OR (r.status >= 100 AND r.updated_at < :finished_before::timestamptz))
@@ -100,6 +102,8 @@ WHERE n.name = :namespace
   AND (:tag::text IS NULL OR EXISTS (SELECT 1 FROM {schema}.job_tags t
                                WHERE t.job_id = j.id AND t.tag = :tag::text))
   AND (:correlation_key::text IS NULL OR j.correlation_key = :correlation_key::text)
+  AND (:tenant::text IS NULL OR j.tenant_id = (SELECT tn.id FROM {schema}.tenants tn
+                                            WHERE tn.tenant_key = :tenant::text))
   AND (:created_after::timestamptz IS NULL OR j.created_at >= :created_after::timestamptz)
   AND (:created_before::timestamptz IS NULL OR j.created_at < :created_before::timestamptz)
   AND (:finished_before::timestamptz IS NULL OR (r.status >= 100 AND r.updated_at < :finished_before::timestamptz))

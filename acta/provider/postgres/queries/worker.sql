@@ -5,10 +5,11 @@
 -- A worker registration states the policy its build declares; the latest build wins.
 INSERT INTO {schema}.definitions
     (namespace_id, name, max_attempts, backoff, timeout_ms, priority, audit_level, registered_at,
-     concurrency_limit, meter, retention_ms)
+     concurrency_limit, meter, retention_ms, tenant_scope, tags)
 SELECT n.id, :name::text, :max_attempts::smallint, :backoff::text, :timeout_ms::bigint,
        :priority::smallint, :audit_level::smallint, COALESCE(:now::timestamptz, now()),
-       :concurrency_limit::integer, :meter::text, :retention_ms::bigint
+       :concurrency_limit::integer, :meter::text, :retention_ms::bigint, :tenant_scope::text,
+       :tags::jsonb
 FROM {schema}.namespaces n
 WHERE n.name = :namespace
 ON CONFLICT (namespace_id, name) DO UPDATE SET
@@ -20,16 +21,18 @@ ON CONFLICT (namespace_id, name) DO UPDATE SET
     registered_at = excluded.registered_at,
     concurrency_limit = excluded.concurrency_limit,
     meter         = excluded.meter,
-    retention_ms  = excluded.retention_ms;
+    retention_ms  = excluded.retention_ms,
+    tenant_scope  = excluded.tenant_scope,
+    tags          = excluded.tags;
 
 -- name: insert_worker
 -- No row back: this incarnation is already registered (an earlier try committed but its reply
 -- was lost); worker_by_incarnation finds it.
 INSERT INTO {schema}.workers
     (namespace_id, incarnation, host, pid, status, executors, heartbeat_ms, started_at,
-     heartbeat_at)
+     heartbeat_at, tags)
 VALUES (:namespace_id, :incarnation, :host, :pid, 1, :executors, :heartbeat_ms,
-        COALESCE(:now::timestamptz, now()), COALESCE(:now::timestamptz, now()))
+        COALESCE(:now::timestamptz, now()), COALESCE(:now::timestamptz, now()), :tags::jsonb)
 ON CONFLICT (incarnation) DO NOTHING
 RETURNING id AS worker_id;
 

@@ -12,9 +12,9 @@ ON CONFLICT (name) DO NOTHING;
 WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
 INSERT INTO {schema}.definitions
     (namespace_id, name, max_attempts, backoff, timeout_ms, priority, audit_level, registered_at,
-     concurrency_limit, meter, retention_ms)
+     concurrency_limit, meter, retention_ms, tenant_scope, tags)
 SELECT n.id, :name, :max_attempts, :backoff, :timeout_ms, :priority, :audit_level, t.now,
-       :concurrency_limit, :meter, :retention_ms
+       :concurrency_limit, :meter, :retention_ms, :tenant_scope, :tags
 FROM {schema}.namespaces n, t
 WHERE n.name = :namespace
 ON CONFLICT (namespace_id, name) DO NOTHING;
@@ -28,17 +28,21 @@ WHERE n.name = :namespace;
 -- name: insert_job
 -- A row that hits a unique key (a duplicate deduplication key, or this job already written by
 -- an earlier try whose commit outcome was unknown, or a child name its parent already used)
--- inserts nothing and returns no row. trace_context is NULL unless the enqueue was traced.
+-- inserts nothing and returns no row; so does a job of a retired definition (the verb then
+-- asks retired_definitions why). trace_context is NULL unless the enqueue was traced. The tenant
+-- is the one resolved by tenants_for_enqueue, or else the parent's (a child inherits it).
 WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
 INSERT INTO {schema}.jobs
     (job_ref, namespace_id, definition_id, dedup_key, correlation_key, concurrency_key,
      input_codec, input, created_at, deadline_at, deadline_strict, parent_id, root_id,
-     child_name, trace_context)
+     child_name, trace_context, tenant_id)
 SELECT :job_ref, :namespace_id, :definition_id, :dedup_key, :correlation_key,
        :concurrency_key, :input_codec, :input, t.now, :deadline_at, :deadline_strict,
-       :parent_id, :root_id, :child_name, :trace_context
+       :parent_id, :root_id, :child_name, :trace_context,
+       COALESCE(:tenant_id, (SELECT pj.tenant_id FROM {schema}.jobs pj WHERE pj.id = :parent_id))
 FROM t
-WHERE true
+JOIN {schema}.definitions d ON d.id = :definition_id
+WHERE NOT d.retired
 ON CONFLICT DO NOTHING
 RETURNING id AS job_id;
 
@@ -72,3 +76,24 @@ INSERT INTO {schema}.job_tags (job_id, tag) VALUES (:job_id, :tag);
 
 -- name: namespace_id
 SELECT id AS namespace_id FROM {schema}.namespaces WHERE name = :namespace;
+
+-- name: tenants_for_enqueue
+-- The tenants an enqueue names (:keys, a JSON array), with whether each is suspended. Under
+-- BEGIN IMMEDIATE no suspend can commit between this read and the enqueue's commit.
+SELECT t.id AS tenant_id, t.tenant_key, t.suspended
+FROM {schema}.tenants t
+WHERE t.tenant_key IN (SELECT value FROM json_each(:keys));
+
+-- name: retired_definitions
+-- Which of :definition_ids (a JSON array) are retired: checked before a batch writes anything.
+SELECT d.name FROM {schema}.definitions d
+WHERE d.id IN (SELECT value FROM json_each(:definition_ids)) AND d.retired
+ORDER BY d.name;
+
+-- name: retired_named
+-- Which of the job names :names (a JSON array) of :namespace are retired (the outbox relay
+-- quarantines their rows rather than have the whole batch refused).
+SELECT d.name FROM {schema}.definitions d
+JOIN {schema}.namespaces n ON n.id = d.namespace_id
+WHERE n.name = :namespace AND d.retired AND d.name IN (SELECT value FROM json_each(:names))
+ORDER BY d.name;

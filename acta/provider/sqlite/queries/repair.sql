@@ -48,7 +48,7 @@ SELECT n.id, n.paused FROM {schema}.namespaces n WHERE n.name = :namespace;
 
 -- name: repair_pause_namespace
 UPDATE {schema}.namespaces
-SET paused = :paused
+SET paused = :paused, version = version + 1
 WHERE id = :namespace_id AND paused <> :paused;
 
 -- name: repair_queued_of
@@ -80,6 +80,8 @@ WHERE n.name = :namespace
   AND (:tag IS NULL OR EXISTS (SELECT 1 FROM {schema}.job_tags t
                                WHERE t.job_id = j.id AND t.tag = :tag))
   AND (:correlation_key IS NULL OR j.correlation_key = :correlation_key)
+  AND (:tenant IS NULL OR j.tenant_id = (SELECT tn.id FROM {schema}.tenants tn
+                                            WHERE tn.tenant_key = :tenant))
   AND (:created_after IS NULL OR j.created_at >= :created_after)
   AND (:created_before IS NULL OR j.created_at < :created_before)
   AND (:finished_before IS NULL OR (r.status >= 100 AND r.updated_at < :finished_before))
@@ -101,6 +103,8 @@ WHERE n.name = :namespace
   AND (:tag IS NULL OR EXISTS (SELECT 1 FROM {schema}.job_tags t
                                WHERE t.job_id = j.id AND t.tag = :tag))
   AND (:correlation_key IS NULL OR j.correlation_key = :correlation_key)
+  AND (:tenant IS NULL OR j.tenant_id = (SELECT tn.id FROM {schema}.tenants tn
+                                            WHERE tn.tenant_key = :tenant))
   AND (:created_after IS NULL OR j.created_at >= :created_after)
   AND (:created_before IS NULL OR j.created_at < :created_before)
   AND (:finished_before IS NULL OR (r.status >= 100 AND r.updated_at < :finished_before))

@@ -6,9 +6,9 @@
 WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
 INSERT INTO {schema}.definitions
     (namespace_id, name, max_attempts, backoff, timeout_ms, priority, audit_level, registered_at,
-     concurrency_limit, meter, retention_ms)
+     concurrency_limit, meter, retention_ms, tenant_scope, tags)
 SELECT n.id, :name, :max_attempts, :backoff, :timeout_ms, :priority, :audit_level, t.now,
-       :concurrency_limit, :meter, :retention_ms
+       :concurrency_limit, :meter, :retention_ms, :tenant_scope, :tags
 FROM {schema}.namespaces n, t
 WHERE n.name = :namespace
 ON CONFLICT (namespace_id, name) DO UPDATE SET
@@ -20,7 +20,9 @@ ON CONFLICT (namespace_id, name) DO UPDATE SET
     registered_at = excluded.registered_at,
     concurrency_limit = excluded.concurrency_limit,
     meter         = excluded.meter,
-    retention_ms  = excluded.retention_ms;
+    retention_ms  = excluded.retention_ms,
+    tenant_scope  = excluded.tenant_scope,
+    tags          = excluded.tags;
 
 -- name: insert_worker
 -- No row back: this incarnation is already registered (an earlier try committed but its reply
@@ -28,8 +30,8 @@ ON CONFLICT (namespace_id, name) DO UPDATE SET
 WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
 INSERT INTO {schema}.workers
     (namespace_id, incarnation, host, pid, status, executors, heartbeat_ms, started_at,
-     heartbeat_at)
-SELECT :namespace_id, :incarnation, :host, :pid, 1, :executors, :heartbeat_ms, t.now, t.now
+     heartbeat_at, tags)
+SELECT :namespace_id, :incarnation, :host, :pid, 1, :executors, :heartbeat_ms, t.now, t.now, :tags
 FROM t
 WHERE true  -- lets SQLite parse the ON CONFLICT clause after a SELECT
 ON CONFLICT (incarnation) DO NOTHING
