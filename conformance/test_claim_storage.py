@@ -5,10 +5,10 @@ drained since the last vacuum); on SQLite there is nothing to set, and a drain b
 from __future__ import annotations
 
 import pytest
-from conformance.conftest import Ledger
 
 from acta import Acta, JobStatus
 from acta_testing import Host
+from conformance.conftest import Ledger
 
 
 def _options(ledger: Ledger, table: str) -> dict[str, str]:
