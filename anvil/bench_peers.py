@@ -137,6 +137,33 @@ def ratios(medians: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
     return out
 
 
+# The aims of issue 14 this page can check: (system, peer, metric, at least this ratio).
+AIMS = (
+    ("acta-buffered", "pgqueuer", "drain_1.jobs_per_s", 1.0),
+    ("acta-direct", "procrastinate", "drain_1.jobs_per_s", 6.0),
+    ("acta-buffered", "pgqueuer", "enqueue_single.jobs_per_s", 1.0),
+    ("acta-buffered", "pgqueuer", "enqueue_batch.jobs_per_s", 1.5),
+    ("acta-buffered", "pgqueuer", "pickup.p50_ms", 1.0),
+)
+
+
+def aims(doc: dict[str, Any]) -> list[str]:
+    """The aims as a table: the ratio measured, and whether it is met."""
+    lines = ["| aim | measured | met |", "|---|---|---|"]
+    for system, peer, metric, want in AIMS:
+        row = doc["ratios"].get(f"{system} vs {peer}")
+        if row is None:
+            continue
+        got = row[metric]
+        label = (
+            f"{system.replace('-', ' ')} {metric.split('.')[0].replace('_', ' ')} "
+            f">= {want:g}x {peer}"
+        )
+        verdict = "yes" if got >= want else f"no, {got / want:.0%} of the aim"
+        lines.append(f"| {label} | {got:.2f}x | {verdict} |")
+    return lines
+
+
 def markdown(doc: dict[str, Any]) -> str:
     env, res = doc["environment"], doc["results"]
     systems = list(res["medians"])
@@ -165,6 +192,7 @@ def markdown(doc: dict[str, Any]) -> str:
               "|---|" + "---|" * len(METRICS)]  # fmt: skip
     for pair, row in doc["ratios"].items():
         lines.append(f"| {pair} | " + " | ".join(f"{v:.2f}x" for v in row.values()) + " |")
+    lines += ["", "Aims of issue 14 (pickup: pgqueuer's p50 over acta's):", "", *aims(doc)]
     mach, pg = env["machine"], env["postgres"] or {}
     acta_env = env["acta"]
     lines += [
