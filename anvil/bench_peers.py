@@ -95,10 +95,9 @@ def runners(system: str, plan: PeerPlan, dsn: str, workdir: Path) -> dict[str, R
 def run(plan: PeerPlan, systems: list[str], dsn: str, workdir: Path) -> dict[str, Any]:
     """Every measurement of every system, ``plan.rounds`` times, the systems interleaved.
 
-    Enqueue measurements of a round share one schema per system and run before the drains
-    and pickups (each drain and pickup run gets its own fresh schema and workers). One
-    warm-up pickup of a few samples per system opens the round (the pickups' first samples
-    are slow for every queue), not recorded."""
+    Every run gets a fresh schema (and fresh worker processes), as in ``anvil.bench``; there
+    are no warm-up runs, so each system's first pickups, which are slower for every queue,
+    count in its percentiles alike."""
     table = {s: runners(s, plan, dsn, workdir) for s in systems}
     runs: dict[str, dict[str, list[dict[str, float]]]] = {s: {} for s in systems}
     rounds = []
