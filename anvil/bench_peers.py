@@ -231,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m anvil.bench_peers", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes, one round")
     parser.add_argument("--rounds", type=int)
+    parser.add_argument("--drain-jobs", type=int, help="jobs per drain (default 10,000)")
+    parser.add_argument("--pickup-samples", type=int, help="samples per pickup run (100)")
     parser.add_argument("--dsn", default=os.environ.get("ACTA_BENCH_DSN") or DEFAULT_DSN)
     parser.add_argument("--out", type=Path, default=Path("docs/benchmarks"))
     parser.add_argument(
@@ -240,6 +242,10 @@ def main(argv: list[str] | None = None) -> int:
     plan = QUICK if args.quick else FULL
     if args.rounds:
         plan = replace(plan, rounds=args.rounds)
+    if args.drain_jobs:
+        plan = replace(plan, drain_jobs=args.drain_jobs)
+    if args.pickup_samples:
+        plan = replace(plan, pickup_samples=args.pickup_samples)
     systems = [s for s in args.systems.split(",") if s]
     _check_postgres(args.dsn)
     command = ("nox -s bench-peers" if os.environ.get("NOX_CURRENT_SESSION")
