@@ -12,11 +12,13 @@ number on the page is the median over the rounds. Results go to
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shutil
 import statistics
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -29,6 +31,8 @@ from anvil.peers import base
 from anvil.workload import Target, clock
 
 ACTA_PROFILES = ("buffered", "direct")
+RETRIES = 5
+RETRY_PAUSE = 10.0
 PEERS = ("pgqueuer", "procrastinate")
 
 
@@ -106,7 +110,9 @@ def run(plan: PeerPlan, systems: list[str], dsn: str, workdir: Path) -> dict[str
         begun = {"load": loadavg(), "others": other_tests(), "order": order}
         for name in ("enqueue_single", "enqueue_batch", "drain_1", "drain_2", "pickup"):
             for system in order:
-                result = table[system][name](system)
+                result, retries = _patiently(functools.partial(table[system][name], system))
+                if retries:
+                    result = result | {"retries": float(retries)}
                 runs[system].setdefault(name, []).append(result)
                 shown = ", ".join(f"{k}={v:,.2f}" for k, v in result.items())
                 print(f"round {r + 1} {system:14} {name:15} {shown}", flush=True)
@@ -119,6 +125,30 @@ def run(plan: PeerPlan, systems: list[str], dsn: str, workdir: Path) -> dict[str
         for s in systems
     }
     return {"runs": runs, "rounds": rounds, "medians": medians}
+
+
+def _patiently(run_once: Callable[[], dict[str, float]]) -> tuple[dict[str, float], int]:
+    """Run once; when the server turned a connection away (a shared server at its connection
+    limit), wait a little and run again from scratch, up to ``RETRIES`` times. The retries
+    are recorded with the run."""
+    for attempt in range(RETRIES + 1):
+        try:
+            return run_once(), attempt
+        except Exception as exc:
+            if attempt == RETRIES or not _turned_away(exc):
+                raise
+            print(f"connection refused ({str(exc).splitlines()[0][:80]}); again", flush=True)
+            time.sleep(RETRY_PAUSE)
+    raise AssertionError("unreachable")
+
+
+def _turned_away(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if "too many clients" in str(seen) or "shutting down" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def ratios(medians: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:

@@ -17,6 +17,7 @@ The JSON and a markdown table go to ``docs/benchmarks/<date>-depth[-<label>].{js
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -30,6 +31,7 @@ from acta.model.codes import EventCode, JobStatus
 from anvil import report
 from anvil.bench import DEFAULT_DSN, _check_postgres, _interruptible
 from anvil.bench_app import DEFAULT_PROFILE, NOOP
+from anvil.bench_peers import _patiently
 from anvil.measure import DRAIN_POLL, loadavg, other_tests
 from anvil.workload import BenchError, Ledger, Target, clock, fresh_ledger, instant, wait_for
 from anvil.workload import workers as spawn_workers
@@ -187,8 +189,10 @@ def main(argv: list[str] | None = None) -> int:
             for backlog in backlogs:
                 for variant in variants:
                     before = {"load": loadavg(), "others": len(other_tests())}
-                    result = drain_from(target, backlog, args.drain, args.processes,
-                                        args.executors, args.profile, variant)  # fmt: skip
+                    result, retries = _patiently(functools.partial(
+                        drain_from, target, backlog, args.drain, args.processes,
+                        args.executors, args.profile, variant))  # fmt: skip
+                    result["retries"] = float(retries)
                     runs[f"{variant}/{backlog}"].append(result)
                     rounds.append({"variant": variant, "backlog": backlog, **before,
                                    "load_after": loadavg()})  # fmt: skip
