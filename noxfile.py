@@ -110,3 +110,13 @@ def bench(session: nox.Session) -> None:
     pure-Python one that `acta[postgres]` alone brings is several times slower per statement."""
     session.install("-e", ".[postgres]", "psycopg[binary]")
     session.run("python", "-m", "anvil.bench", *session.posargs, env={"PYTHONPATH": os.getcwd()})
+
+
+@nox.session(python=PYTHON, name="bench-peers")
+def bench_peers(session: nox.Session) -> None:
+    """acta side by side with pgqueuer and procrastinate (their latest releases, installed here
+    from PyPI and only driven through their public APIs): docs/benchmarks/<date>-peers-*."""
+    session.install("-e", ".[postgres]", "psycopg[binary]", "pgqueuer[asyncpg]", "procrastinate")
+    session.run(
+        "python", "-m", "anvil.bench_peers", *session.posargs, env={"PYTHONPATH": os.getcwd()}
+    )

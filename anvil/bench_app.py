@@ -68,9 +68,11 @@ def worker_env(
     listen: bool,
     poll: float,
     profile: str = DEFAULT_PROFILE,
+    count: bool = False,
 ) -> dict[str, str]:
     """The environment that configures ``main`` in a child process."""
     return {
+        "ACTA_BENCH_COUNT": "1" if count else "0",
         "ACTA_BENCH_DATABASE": database,
         "ACTA_BENCH_SCHEMA": schema,
         "ACTA_BENCH_EXECUTORS": str(executors),
@@ -93,6 +95,13 @@ def main() -> None:
     profile = env.get("ACTA_BENCH_PROFILE", DEFAULT_PROFILE)
     if profile != DEFAULT_PROFILE:  # only then: older builds have no such setting
         settings["profile"] = profile
+    if env.get("ACTA_BENCH_COUNT") == "1":  # the write budget counts this worker's statements
+        from anvil import counting
+
+        counting.install()
+        app.run_worker(**settings)
+        print(counting.report_line(), flush=True)
+        return
     app.run_worker(**settings)
 
 

@@ -170,11 +170,11 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def spawn(env: dict[str, str]) -> Child:
-    """Start one bench worker process (``python -m anvil.bench_app``)."""
+def spawn(env: dict[str, str], module: str = "anvil.bench_app") -> Child:
+    """Start one bench worker process (``python -m anvil.bench_app``, or a peer's worker)."""
     pythonpath = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
     process = subprocess.Popen(
-        [sys.executable, "-u", "-m", "anvil.bench_app"],
+        [sys.executable, "-u", "-m", module],
         cwd=REPO,
         env={**os.environ, **env, "PYTHONPATH": pythonpath},
         stdout=subprocess.PIPE,
