@@ -13,10 +13,12 @@ from typing import Any, TypeVar
 
 from acta.errors import ValidationError
 from acta.ledger import override
+from acta.ledger.control import check_reason
+from acta.ledger.events import Who
 from acta.ledger.facade import Ledger
 from acta.model.codes import GateKind
 from acta.model.rows import DefinitionSpec, GateInfo, MeterInfo
-from acta.names import validate_job_name, validate_key
+from acta.names import validate_job_name, validate_key, validate_text
 from acta.policy.gate import Rate, validate_concurrency_limit
 from acta.policy.job import KEY_MAX
 from acta.provider.verb import Verb
@@ -73,15 +75,17 @@ class Overrides:
         job: str | None = None,
         limit: int | None,
         expected_version: int,
+        reason: str = "changed by an operator",
+        actor: str = "operator",
     ) -> int:
         """Override the limit of a concurrency key (``key=``) or of a definition's limit
         (``job=``); ``limit=None`` clears the override. Returns the gate's new version;
         ConflictError if ``expected_version`` is not the current one (0 for a gate nobody
-        has used yet)."""
-        args = self._limit_args(key, job, limit, expected_version)
+        has used yet). ``reason`` and ``actor`` are recorded on the gate-changed event."""
+        args, who = self._limit_args(key, job, limit, expected_version), _who(reason, actor)
         now = self._read_ledger().now()
         specs = self._specs()
-        return self._change(lambda: override.set_limit(*args, now, specs))
+        return self._change(lambda: override.set_limit(*args, now, specs, who))
 
     async def set_concurrency_limit_async(
         self,
@@ -90,27 +94,43 @@ class Overrides:
         job: str | None = None,
         limit: int | None,
         expected_version: int,
+        reason: str = "changed by an operator",
+        actor: str = "operator",
     ) -> int:
-        args = self._limit_args(key, job, limit, expected_version)
+        args, who = self._limit_args(key, job, limit, expected_version), _who(reason, actor)
         now = self._read_ledger().now()
         specs = self._specs()
-        return await self._change_async(lambda: override.set_limit(*args, now, specs))
+        return await self._change_async(lambda: override.set_limit(*args, now, specs, who))
 
-    def set_rate_limit(self, meter: str, rate: str | None, *, expected_version: int) -> int:
+    def set_rate_limit(
+        self,
+        meter: str,
+        rate: str | None,
+        *,
+        expected_version: int,
+        reason: str = "changed by an operator",
+        actor: str = "operator",
+    ) -> int:
         """Override the rate of a meter (named by its rate_key, else by its definition), as
         ``"10/s"``; ``rate=None`` clears the override. Returns the meter's new version."""
-        args = self._rate_args(meter, rate, expected_version)
+        args, who = self._rate_args(meter, rate, expected_version), _who(reason, actor)
         now = self._read_ledger().now()
         specs = self._specs()
-        return self._change(lambda: override.set_rate(*args, now, specs))
+        return self._change(lambda: override.set_rate(*args, now, specs, who))
 
     async def set_rate_limit_async(
-        self, meter: str, rate: str | None, *, expected_version: int
+        self,
+        meter: str,
+        rate: str | None,
+        *,
+        expected_version: int,
+        reason: str = "changed by an operator",
+        actor: str = "operator",
     ) -> int:
-        args = self._rate_args(meter, rate, expected_version)
+        args, who = self._rate_args(meter, rate, expected_version), _who(reason, actor)
         now = self._read_ledger().now()
         specs = self._specs()
-        return await self._change_async(lambda: override.set_rate(*args, now, specs))
+        return await self._change_async(lambda: override.set_rate(*args, now, specs, who))
 
     def _limit_args(
         self, key: str | None, job: str | None, limit: int | None, expected: int
@@ -134,6 +154,12 @@ class Overrides:
         name = validate_key(meter, field="meter", max_length=KEY_MAX)
         parsed = None if rate is None else Rate.parse(rate, "rate")
         return self.namespace, name, parsed, _version(expected)
+
+
+def _who(reason: str, actor: str) -> Who:
+    return Who(
+        actor=validate_text(actor, field="actor", max_length=200), reason=check_reason(reason)
+    )
 
 
 def _version(value: Any) -> int:

@@ -21,7 +21,7 @@ from acta.ledger.facade import Ledger
 from acta.ledger.retention import PurgedJob, purged
 from acta.model.codes import JobStatus
 from acta.model.rows import EventInfo, JobInfo, WorkerInfo
-from acta.names import validate_job_name, validate_key
+from acta.names import validate_job_name, validate_key, validate_text
 from acta.provider.verb import Verb
 from acta.registry import Registry
 from acta.shape import from_data
@@ -182,17 +182,30 @@ class Reader(Signals):
 
     # -- control --------------------------------------------------------------------------
 
-    def cancel(self, ref: JobRef | str, reason: str = "cancelled by an operator") -> JobStatus:
+    def cancel(
+        self,
+        ref: JobRef | str,
+        reason: str = "cancelled by an operator",
+        *,
+        actor: str = "operator",
+    ) -> JobStatus:
         """Cancel a job. A waiting job is cancelled now; a running one is asked to stop and is
-        cancelled when its run ends. Returns the status after the call."""
+        cancelled when its run ends. Returns the status after the call. ``actor`` names who
+        asked; it is recorded on the event."""
         key, ns, now = str(JobRef.coerce(ref)), self.namespace, self._read_ledger().now()
-        return self._run(lambda: cancel(key, ns, reason, now))
+        who = validate_text(actor, field="actor", max_length=200)
+        return self._run(lambda: cancel(key, ns, reason, now, actor=who))
 
     async def cancel_async(
-        self, ref: JobRef | str, reason: str = "cancelled by an operator"
+        self,
+        ref: JobRef | str,
+        reason: str = "cancelled by an operator",
+        *,
+        actor: str = "operator",
     ) -> JobStatus:
         key, ns, now = str(JobRef.coerce(ref)), self.namespace, self._read_ledger().now()
-        return await self._run_async(lambda: cancel(key, ns, reason, now))
+        who = validate_text(actor, field="actor", max_length=200)
+        return await self._run_async(lambda: cancel(key, ns, reason, now, actor=who))
 
 
 def parse_status(status: JobStatus | str | None) -> JobStatus | None:

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from acta.errors import ValidationError
 from acta.instant import check_instant
 from acta.ledger.control import MAX_REASON
-from acta.ledger.repair import Who
+from acta.ledger.events import Who
 from acta.ledger.repair_bulk import JobFilter
 from acta.model.codes import JobStatus
 from acta.names import validate_job_name, validate_key, validate_text

@@ -19,10 +19,11 @@ from acta.errors import ScheduleNotFoundError, ValidationError
 from acta.instant import check_instant
 from acta.ledger import schedule_ops
 from acta.ledger.control import check_reason
+from acta.ledger.events import Who
 from acta.ledger.facade import Ledger
 from acta.ledger.schedule import schedule_of
 from acta.model.codes import Misfire
-from acta.names import validate_job_name
+from acta.names import validate_job_name, validate_text
 from acta.policy.schedule import Schedule
 from acta.provider.verb import Verb
 
@@ -135,7 +136,7 @@ class Schedules:
     def pause(self, job: str, name: str | None = None, **options: Any) -> Infos:
         """Stop firing (``until=``: an instant the pause ends by itself; default, until
         resumed). ``name`` None pauses every schedule of the job. Instants due while paused
-        are not fired later. Options: until, reason, expected_version."""
+        are not fired later. Options: until, reason, actor, expected_version."""
         return self._change(job, name, *_pause(options))
 
     async def pause_async(self, job: str, name: str | None = None, **options: Any) -> Infos:
@@ -143,7 +144,7 @@ class Schedules:
 
     def resume(self, job: str, name: str | None = None, **options: Any) -> Infos:
         """Fire again from now on (what fell due during the pause is not fired).
-        Options: reason, expected_version."""
+        Options: reason, actor, expected_version."""
         return self._change(job, name, *_resume(options))
 
     async def resume_async(self, job: str, name: str | None = None, **options: Any) -> Infos:
@@ -151,7 +152,7 @@ class Schedules:
 
     def trigger(self, job: str, name: str = "default", **options: Any) -> ScheduleInfo:
         """Fire once now, outside the schedule (even while paused); the cursor does not move,
-        so the next scheduled instant still fires. Options: reason, expected_version."""
+        so the next scheduled instant still fires. Options: reason, actor, expected_version."""
         return _one(self._change(job, name, *_trigger(options)), job, name)
 
     async def trigger_async(self, job: str, name: str = "default", **options: Any) -> ScheduleInfo:
@@ -162,7 +163,7 @@ class Schedules:
     ) -> ScheduleInfo:
         """Replace the expression in force (``every=``, or ``cron=`` with ``zone=``; and
         ``misfire=``) until cleared; it applies from now on. Deploys keep it. Options: every,
-        cron, zone, misfire, reason."""
+        cron, zone, misfire, reason, actor."""
         edit = _override(options)
         return _one(self._change(job, name, *edit, expected_version), job, name)
 
@@ -173,16 +174,28 @@ class Schedules:
         return _one(await self._change_async(job, name, *edit, expected_version), job, name)
 
     def clear_override(
-        self, job: str, name: str = "default", *, expected_version: int, reason: str = "cleared"
+        self,
+        job: str,
+        name: str = "default",
+        *,
+        expected_version: int,
+        reason: str = "cleared",
+        actor: str = "operator",
     ) -> ScheduleInfo:
         """Go back to the code's declaration, from now on."""
-        edit = _clear(reason)
+        edit = _clear(reason, actor)
         return _one(self._change(job, name, *edit, expected_version), job, name)
 
     async def clear_override_async(
-        self, job: str, name: str = "default", *, expected_version: int, reason: str = "cleared"
+        self,
+        job: str,
+        name: str = "default",
+        *,
+        expected_version: int,
+        reason: str = "cleared",
+        actor: str = "operator",
     ) -> ScheduleInfo:
-        edit = _clear(reason)
+        edit = _clear(reason, actor)
         return _one(await self._change_async(job, name, *edit, expected_version), job, name)
 
     def _change_verb(
@@ -191,7 +204,7 @@ class Schedules:
         name: str | None,
         verb: str,
         edit: schedule_ops.Edit,
-        reason: str,
+        who: Who,
         expected: int | None,
     ) -> Callable[[], Verb[tuple[Rows, datetime]]]:
         job = validate_job_name(job)
@@ -209,7 +222,7 @@ class Schedules:
             )
         ns, now = self.namespace, self._ledger().now()
         return lambda: schedule_ops.change(
-            ns, job, name, edit, verb=verb, reason=reason, expected_version=expected, now=now
+            ns, job, name, edit, verb=verb, who=who, expected_version=expected, now=now
         )
 
     def _change(
@@ -218,10 +231,10 @@ class Schedules:
         name: str | None,
         verb: str,
         edit: schedule_ops.Edit,
-        reason: str,
+        who: Who,
         expected: int | None = None,
     ) -> Infos:
-        make = self._change_verb(job, name, verb, edit, reason, expected)
+        make = self._change_verb(job, name, verb, edit, who, expected)
         return _infos(self._ledger().run(make, name="schedule"), name)
 
     async def _change_async(
@@ -230,10 +243,10 @@ class Schedules:
         name: str | None,
         verb: str,
         edit: schedule_ops.Edit,
-        reason: str,
+        who: Who,
         expected: int | None = None,
     ) -> Infos:
-        make = self._change_verb(job, name, verb, edit, reason, expected)
+        make = self._change_verb(job, name, verb, edit, who, expected)
         return _infos(await self._ledger().run_async(make, name="schedule"), name)
 
 
@@ -263,8 +276,11 @@ def _preview(info: ScheduleInfo, n: int, after: datetime | None) -> list[datetim
     return info.schedule.preview(start, n)
 
 
-def _reason(options: dict[str, Any], default: str) -> str:
-    return check_reason(options.pop("reason", default))
+def _reason(options: dict[str, Any], default: str) -> Who:
+    """The operator's reason and name (``actor``), both recorded on the change's event."""
+    reason = check_reason(options.pop("reason", default))
+    actor = validate_text(options.pop("actor", "operator"), field="actor", max_length=200)
+    return Who(actor=actor, reason=reason)
 
 
 def _expected(options: dict[str, Any]) -> Any:
@@ -278,7 +294,7 @@ def _refuse_unknown(options: dict[str, Any], allowed: str) -> None:
         )
 
 
-Change = tuple[str, schedule_ops.Edit, str, int | None]
+Change = tuple[str, schedule_ops.Edit, Who, int | None]
 
 
 def _pause(options: dict[str, Any]) -> Change:
@@ -287,7 +303,7 @@ def _pause(options: dict[str, Any]) -> Change:
     if until is not None:
         until = check_instant(until, "until")
     reason, expected = _reason(options, "paused by an operator"), _expected(options)
-    _refuse_unknown(options, "until, reason, expected_version")
+    _refuse_unknown(options, "until, reason, actor, expected_version")
 
     def edit(row: Mapping[str, Any], now: datetime) -> dict[str, Any]:
         return {"paused": True, "resume_at": until}
@@ -298,7 +314,7 @@ def _pause(options: dict[str, Any]) -> Change:
 def _resume(options: dict[str, Any]) -> Change:
     options = dict(options)
     reason, expected = _reason(options, "resumed by an operator"), _expected(options)
-    _refuse_unknown(options, "reason, expected_version")
+    _refuse_unknown(options, "reason, actor, expected_version")
 
     def edit(row: Mapping[str, Any], now: datetime) -> dict[str, Any]:
         # From now on: what fell due during the pause is not fired late.
@@ -311,7 +327,7 @@ def _resume(options: dict[str, Any]) -> Change:
 def _trigger(options: dict[str, Any]) -> Change:
     options = dict(options)
     reason, expected = _reason(options, "triggered by an operator"), _expected(options)
-    _refuse_unknown(options, "reason, expected_version")
+    _refuse_unknown(options, "reason, actor, expected_version")
 
     def edit(row: Mapping[str, Any], now: datetime) -> dict[str, Any]:
         return {"triggered_at": now}
@@ -319,24 +335,26 @@ def _trigger(options: dict[str, Any]) -> Change:
     return "triggered", edit, reason, expected
 
 
-def _override(options: dict[str, Any]) -> tuple[str, schedule_ops.Edit, str]:
+def _override(options: dict[str, Any]) -> tuple[str, schedule_ops.Edit, Who]:
     options = dict(options)
     reason = _reason(options, "overridden by an operator")
     every, cron = options.pop("every", None), options.pop("cron", None)
     zone, misfire = options.pop("zone", "UTC"), options.pop("misfire", "skip")
-    _refuse_unknown(options, "every, cron, zone, misfire, reason")
+    _refuse_unknown(options, "every, cron, zone, misfire, reason, actor")
     schedule = Schedule(every=every, cron=cron, zone=zone, misfire=misfire)
     return "overridden", _replace_with(schedule, overridden=True), reason
 
 
-def _clear(reason: str) -> tuple[str, schedule_ops.Edit, str]:
-    text = check_reason(reason)
+def _clear(reason: str, actor: str) -> tuple[str, schedule_ops.Edit, Who]:
+    who = Who(
+        actor=validate_text(actor, field="actor", max_length=200), reason=check_reason(reason)
+    )
 
     def edit(row: Mapping[str, Any], now: datetime) -> dict[str, Any]:
         declared = Schedule.from_declaration(json.loads(row["declared"]))
         return _replace_with(declared, overridden=False)(row, now)
 
-    return "override cleared", edit, text
+    return "override cleared", edit, who
 
 
 def _replace_with(schedule: Schedule, *, overridden: bool) -> schedule_ops.Edit:

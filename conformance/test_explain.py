@@ -300,6 +300,8 @@ def test_explain_gives_the_verdict_and_facts_of_each_state(
     assert found.job_ref == str(ref)
     assert {key: _shown(key, found.facts.get(key)) for key in expected} == expected
     assert found.summary and found.next_step
+    if entry.status in (JobStatus.FAILED, JobStatus.CANCELLED):
+        assert f"acta jobs restart {ref}" in found.next_step  # the verb that exists, named
     assert found.facts["checked_at"] == iso(acta_host.clock.now())
     assert json.loads(found.to_json()) == found.to_data()  # JSON through and through
     assert ledger.snapshot() == before  # explaining writes nothing

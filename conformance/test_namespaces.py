@@ -46,14 +46,13 @@ def test_metadata_and_tags_change_by_compare_and_set(
     stored = acta_app.namespaces.get()
     assert stored is not None and stored.metadata == {"team": "payments"} and stored.version == 2
     assert stored.tags == ("core", "eu")
-    [(message, detail)] = ledger.rows(
-        "SELECT message, detail FROM {schema}.events WHERE code = :code",
+    [(message, detail, actor)] = ledger.rows(
+        "SELECT message, detail, actor FROM {schema}.events WHERE code = :code",
         {"code": int(EventCode.NAMESPACE_UPDATED)},
     )
-    assert message == "namespace default"
+    assert message == "namespace default" and actor == "ops:ann"
     assert json.loads(detail) == {
         "verb": "update",
-        "actor": "ops:ann",
         "reason": "updated by an operator",
         "namespace": "default",
         "version": 2,

@@ -1,5 +1,5 @@
 """Live policy overrides (issue 12, item 4): an operator overrides a definition's attempts,
-backoff, timeout, audit level, retention or alert profile on a running system, by
+backoff, timeout, audit level, retention, alert profile or priority on a running system, by
 compare-and-set on a version; workers pick it up at their next heartbeat, recovery and
 retention read it in SQL; effective_policy_view shows the policy in force.
 """
@@ -103,6 +103,56 @@ def test_clearing_brings_the_declaration_back_and_versions_are_checked(
     assert view(ledger, "sync")[6] == 3
 
 
+def test_a_priority_override_moves_the_backlog_and_every_later_enqueue(
+    acta_app: Acta, acta_host: Host, ledger: Ledger
+) -> None:
+    ran: list[str] = []
+
+    @acta_app.job("bulk-export", priority=0)
+    def bulk_export(name: str) -> None:
+        ran.append(name)
+
+    @acta_app.job("invoice", priority=10)
+    def invoice(name: str) -> None:
+        ran.append(name)
+
+    acta_host.advance(0)
+    waiting = [bulk_export.enqueue("export-1"), bulk_export.enqueue("export-2", priority=-5)]
+    invoice.enqueue("invoice-1")
+    # An incident: exports must go first now, the waiting ones and those still to come.
+    policy = acta_app.ops.policy.set(
+        "bulk-export", priority=50, expected_version=0, reason="customer export due", actor="kim"
+    )
+    assert policy.effective is not None and policy.effective.priority == 50
+    assert [acta_app.get(ref).priority for ref in waiting] == [50, 50]
+    bulk_export.enqueue("export-3", priority=1)  # the override beats the priority asked for
+    acta_host.run_until_idle()
+    assert ran == ["export-1", "export-2", "export-3", "invoice-1"]
+    assert (
+        ledger.value(
+            "SELECT priority FROM {schema}.effective_policy_view WHERE job_name = 'bulk-export'"
+        )
+        == 50
+    )
+    [(message, actor)] = ledger.rows(
+        "SELECT message, actor FROM {schema}.events_view WHERE event = 'policy-overridden'"
+    )
+    assert (
+        message == "bulk-export: priority=50 (2 waiting jobs re-prioritised) by kim: "
+        "customer export due"
+    )
+    assert actor == "kim"
+    # Cleared: new jobs take their declared (or asked-for) priority again; nothing else moves.
+    acta_app.ops.policy.clear("bulk-export", expected_version=1)
+    assert acta_app.get(bulk_export.enqueue("export-4", priority=3)).priority == 3
+    assert (
+        ledger.value(
+            "SELECT priority FROM {schema}.effective_policy_view WHERE job_name = 'bulk-export'"
+        )
+        == 0
+    )
+
+
 def test_bad_overrides_are_refused_and_change_nothing(
     acta_app: Acta, acta_host: Host, ledger: Ledger
 ) -> None:
@@ -118,7 +168,7 @@ def test_bad_overrides_are_refused_and_change_nothing(
     with pytest.raises(InvalidPolicyError, match="retention"):
         policy.set("sync", retention="5s", expected_version=0)
     with pytest.raises(InvalidPolicyError, match="priority"):
-        policy.set("sync", priority=5, expected_version=0)
+        policy.set("sync", priority=500, expected_version=0)
     with pytest.raises(InvalidPolicyError, match="fields"):
         policy.set("sync", expected_version=0)
     with pytest.raises(ValidationError, match="expected_version"):

@@ -79,7 +79,7 @@ def test_cancel_many_by_tag_and_correlation_key(acta_app: Acta, acta_host: Host)
     assert acta_app.get(untouched).status is JobStatus.READY
     events = acta_app.events(tagged[0])
     assert events[-1].code is EventCode.CANCELLED
-    assert events[-1].message == "campaign withdrawn (by api)"
+    assert (events[-1].message, events[-1].actor) == ("campaign withdrawn", "api")
 
 
 def test_reschedule_many_pulls_delayed_jobs_to_now(acta_app: Acta, acta_host: Host) -> None:

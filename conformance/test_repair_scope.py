@@ -17,12 +17,13 @@ if TYPE_CHECKING:
 
 
 def _scope_events(ledger: Ledger, code: EventCode) -> list[tuple[str, dict[str, object]]]:
+    """(message, detail with the actor column folded in) of each namespace-wide event."""
     rows = ledger.rows(
-        "SELECT message, detail FROM {schema}.events WHERE code = :code AND job_id IS NULL "
-        "ORDER BY id",
+        "SELECT message, detail, actor FROM {schema}.events WHERE code = :code "
+        "AND job_id IS NULL ORDER BY id",
         {"code": int(code)},
     )
-    return [(message, json.loads(detail)) for message, detail in rows]
+    return [(message, {**json.loads(detail), "actor": actor}) for message, detail, actor in rows]
 
 
 def test_pause_a_definition_stops_its_claims_until_resumed(

@@ -33,10 +33,12 @@ def tenant_of(ledger: Ledger, ref: object) -> Any:
 
 
 def tenant_events(ledger: Ledger, code: EventCode) -> list[dict[str, Any]]:
+    """Each event's detail, with its actor column folded in."""
     rows = ledger.rows(
-        "SELECT detail FROM {schema}.events WHERE code = :code ORDER BY id", {"code": int(code)}
+        "SELECT detail, actor FROM {schema}.events WHERE code = :code ORDER BY id",
+        {"code": int(code)},
     )
-    return [json.loads(detail) for (detail,) in rows]
+    return [{**json.loads(detail), "actor": actor} for detail, actor in rows]
 
 
 def test_a_registered_tenant_rides_the_job_into_jobs_view_and_events(

@@ -9,6 +9,7 @@ the error carries.
 from __future__ import annotations
 
 import argparse
+import getpass
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -63,3 +64,13 @@ def grace(text: str) -> timedelta:
         return parse_duration(text, field="duration", allow_zero=True)
     except ValidationError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def cli_actor(given: str | None) -> str:
+    """Who an operator verb records: ``--actor`` when given, else ``cli:<login name>``."""
+    if given:
+        return given
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (OSError, KeyError):  # no login name in this environment (a container)
+        return "cli:unknown"

@@ -16,11 +16,12 @@ from typing import Any
 
 from acta.app import Acta
 from acta.cli import render
-from acta.cli.command import EXIT_OK, HANDLER, CliError
+from acta.cli.command import EXIT_OK, HANDLER, CliError, cli_actor
 from acta.cli.ledger import add_ledger_options, open_reader, resolve_ledger
 from acta.errors import ConflictError
+from acta.ledger.control import check_reason
 from acta.model.rows import GateInfo, MeterInfo
-from acta.names import validate_job_name, validate_key
+from acta.names import validate_job_name, validate_key, validate_text
 from acta.policy.gate import Rate, validate_concurrency_limit
 from acta.policy.job import KEY_MAX
 
@@ -90,6 +91,8 @@ def _change_options(parser: argparse.ArgumentParser) -> None:
         metavar="V",
         help="the version `acta gates` shows (0 for a gate or meter never used)",
     )
+    parser.add_argument("--reason", default=None, metavar="TEXT", help="recorded on the event")
+    parser.add_argument("--actor", metavar="WHO", help="who; default cli:<login name>")
     _ledger_options(parser)
 
 
@@ -144,11 +147,12 @@ def limit_command(args: argparse.Namespace, host_app: Acta | None) -> int:
     job = None if args.job is None else validate_job_name(args.job)
     limit = None if args.value == CLEAR else validate_concurrency_limit(_int(args.value), "limit")
     what = f"key {key!r}" if key is not None else f"job {job!r}"
+    said = _said(args)
     ledger = resolve_ledger(args, host_app)
     with open_reader(ledger, args.namespace) as reader:
         version = _changed(
             lambda: reader.set_concurrency_limit(
-                key=key, job=job, limit=limit, expected_version=args.expect_version
+                key=key, job=job, limit=limit, expected_version=args.expect_version, **said
             )
         )
     shown = "cleared (the declared limit applies)" if limit is None else f"set to {limit}"
@@ -159,14 +163,23 @@ def limit_command(args: argparse.Namespace, host_app: Acta | None) -> int:
 def rate_command(args: argparse.Namespace, host_app: Acta | None) -> int:
     meter = validate_key(args.meter, field="meter", max_length=KEY_MAX)
     rate = None if args.value == CLEAR else str(Rate.parse(args.value, "rate"))
+    said = _said(args)
     ledger = resolve_ledger(args, host_app)
     with open_reader(ledger, args.namespace) as reader:
         version = _changed(
-            lambda: reader.set_rate_limit(meter, rate, expected_version=args.expect_version)
+            lambda: reader.set_rate_limit(meter, rate, expected_version=args.expect_version, **said)
         )
     shown = "cleared (the declared rate applies)" if rate is None else f"set to {rate}"
     print(f"rate of meter {meter!r} {shown}; version {version}")
     return EXIT_OK
+
+
+def _said(args: argparse.Namespace) -> dict[str, str]:
+    """The reason and actor the change's event records (checked before the ledger opens)."""
+    said = {"actor": validate_text(cli_actor(args.actor), field="actor", max_length=200)}
+    if args.reason is not None:
+        said["reason"] = check_reason(args.reason)
+    return said
 
 
 def _version(text: str) -> int:

@@ -154,6 +154,7 @@ def event_data(event: EventInfo) -> dict[str, Any]:
         "message": event.message,
         "detail": event.detail,
         "worker": event.worker,
+        "actor": event.actor,
     }
 
 
@@ -220,7 +221,7 @@ def timeline(events: Sequence[EventInfo]) -> str:
                 "" if event.outcome is None else event.outcome.label,
                 "" if event.reason is None else event.reason.label,
                 "" if event.duration_ms is None else f"{event.duration_ms}ms",
-                event.worker or "",
+                event.worker or (f"by {event.actor}" if event.actor else ""),
                 first_line(event.message),
             ]
         )

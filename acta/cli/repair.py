@@ -14,7 +14,6 @@ exits 1 with nothing changed.
 from __future__ import annotations
 
 import argparse
-import getpass
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -23,7 +22,7 @@ from typing import Any
 from acta.app import Acta
 from acta.cli import policy, render
 from acta.cli import tenants as tenant_cli
-from acta.cli.command import EXIT_FAILURE, EXIT_OK, HANDLER, UsageError
+from acta.cli.command import EXIT_FAILURE, EXIT_OK, HANDLER, UsageError, cli_actor
 from acta.cli.ledger import add_ledger_options, open_reader, resolve_ledger
 from acta.duration import parse_duration
 from acta.errors import ValidationError
@@ -200,7 +199,7 @@ def reschedule_command(args: argparse.Namespace, host_app: Acta | None) -> int:
 
 def cancel_command(args: argparse.Namespace, host_app: Acta | None) -> int:
     def one(app: Acta, ref: str, kw: dict[str, Any]) -> JobInfo:
-        app.cancel(ref, f"{kw['reason']} (by {kw['actor']})")
+        app.cancel(ref, kw["reason"], actor=kw["actor"])
         return app.get(ref)
 
     return _job_or_bulk(
@@ -315,15 +314,8 @@ def _filters(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _who(args: argparse.Namespace, default_reason: str) -> dict[str, str]:
-    actor = args.actor or f"cli:{_login()}"
+    actor = cli_actor(args.actor)
     return {"actor": actor, "reason": check_reason(args.reason or default_reason)}
-
-
-def _login() -> str:
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):  # no login name in this environment (a container)
-        return "unknown"
 
 
 def _instant(text: str) -> datetime:

@@ -16,7 +16,7 @@ from typing import Any
 
 from acta.app import Acta
 from acta.cli import render
-from acta.cli.command import EXIT_OK, HANDLER, CliError, UsageError
+from acta.cli.command import EXIT_OK, HANDLER, CliError, UsageError, cli_actor
 from acta.cli.ledger import add_ledger_options, open_reader, resolve_ledger
 from acta.errors import ConflictError, ScheduleNotFoundError
 from acta.ledger.control import check_reason
@@ -127,6 +127,7 @@ def _change_options(parser: argparse.ArgumentParser, *, version_required: bool =
         help="the version `acta schedules` shows; a stale one changes nothing",
     )
     parser.add_argument("--reason", default=None, metavar="TEXT", help="recorded on the event")
+    parser.add_argument("--actor", metavar="WHO", help="who; default cli:<login name>")
     _options(parser, json=True)
 
 
@@ -198,12 +199,14 @@ def override_command(args: argparse.Namespace, host_app: Acta | None) -> int:
     options = _change(args)
     expected = options.pop("expected_version")
     if args.clear:
-        reason = options.get("reason", "cleared")
+        reason, actor = options.get("reason", "cleared"), options["actor"]
         return _apply(
             args,
             host_app,
             lambda s: [
-                s.clear_override(args.job, args.schedule, expected_version=expected, reason=reason)
+                s.clear_override(
+                    args.job, args.schedule, expected_version=expected, reason=reason, actor=actor
+                )
             ],
         )
     spec: dict[str, Any] = {"every": args.every} if args.every else {"cron": args.cron}
@@ -228,7 +231,7 @@ def override_command(args: argparse.Namespace, host_app: Acta | None) -> int:
 
 def _change(args: argparse.Namespace) -> dict[str, Any]:
     validate_job_name(args.job)
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {"actor": cli_actor(args.actor)}
     if args.reason is not None:
         options["reason"] = check_reason(args.reason)
     if args.expect_version is not None:

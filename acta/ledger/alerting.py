@@ -62,9 +62,13 @@ def record_failure(plan: Transition, now: datetime | None) -> Verb[int | None]:
 
 
 def _alert_event(
-    now: datetime | None, namespace_id: int, code: EventCode, message: str
+    now: datetime | None,
+    namespace_id: int,
+    code: EventCode,
+    message: str,
+    actor: str | None = None,
 ) -> dict[str, object]:
-    return event_params(now, namespace_id, None, None, code, message=message)
+    return event_params(now, namespace_id, None, None, code, message=message, actor=actor)
 
 
 def resolve_recovered(namespace: str, actor: str, now: datetime | None) -> Verb[list[int]]:
@@ -78,7 +82,7 @@ def resolve_recovered(namespace: str, actor: str, now: datetime | None) -> Verb[
         message = f"alert {row['alert_id']} resolved by {actor}: the job succeeded again"
         yield execute(
             "insert_event",
-            _alert_event(now, row["namespace_id"], EventCode.ALERT_RESOLVED, message),
+            _alert_event(now, row["namespace_id"], EventCode.ALERT_RESOLVED, message, actor),
         )
     return [int(row["alert_id"]) for row in rows]
 
@@ -149,6 +153,6 @@ def change_alert(
     if row is not None:
         past = "acknowledged" if verb == "acknowledge" else "resolved"
         message = f"alert {alert_id} {past} by {actor}: {reason}"
-        yield execute("insert_event", _alert_event(now, row["namespace_id"], code, message))
+        yield execute("insert_event", _alert_event(now, row["namespace_id"], code, message, actor))
     after = yield from alert_row(namespace, alert_id)
     return row is not None, after

@@ -33,8 +33,10 @@ def cancel(
     now: datetime | None,
     *,
     code: Reason = Reason.OPERATOR,
+    actor: str | None = None,
 ) -> Verb[JobStatus]:
-    """Cancel a waiting job at once, or flag a running one; returns the resulting status."""
+    """Cancel a waiting job at once, or flag a running one; returns the resulting status.
+    ``actor`` (an operator's name) is recorded on the event; None when acta itself cancels."""
     check_reason(reason)
     # The read takes no lock, so the job may move on before the write (a run settles, a retry
     # is claimed): a write that changes nothing means "look again", never "done".
@@ -66,6 +68,7 @@ def cancel(
                         epoch=info.lease_epoch,
                         reason=int(code),
                         message=reason,
+                        actor=actor,
                     ),
                 )
                 return info.status
@@ -77,7 +80,7 @@ def cancel(
             epoch=info.lease_epoch,
             expect=(info.status,),
             status=JobStatus.CANCELLED,
-            events=(EventRecord(EventCode.CANCELLED, reason=code, message=reason),),
+            events=(EventRecord(EventCode.CANCELLED, reason=code, message=reason, actor=actor),),
         )
         if (yield from apply_transition(plan, now)) is not None:
             return JobStatus.CANCELLED

@@ -8,9 +8,27 @@ incarnation verbs all build their ``insert_event`` parameters here.
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from datetime import datetime
 
 from acta.model.codes import EventCode
+
+
+@dataclass(frozen=True, slots=True)
+class Who:
+    """Who asked for an operator verb and why: the actor goes to the event's ``actor`` column,
+    the reason (with the verb and its facts) to its JSON detail."""
+
+    actor: str
+    reason: str
+
+    def detail(self, verb: str, **facts: object) -> str:
+        return json.dumps(
+            {"verb": verb, "reason": self.reason, **facts},
+            sort_keys=True,
+            default=str,
+        )
 
 
 def event_params(
@@ -28,8 +46,10 @@ def event_params(
     duration_ms: int | None = None,
     message: str | None = None,
     detail: str | None = None,
+    actor: str | None = None,
 ) -> dict[str, object]:
-    """Parameters of one ``insert_event``."""
+    """Parameters of one ``insert_event``; ``actor`` names the operator (or system) whose
+    verb it records, None for what the runtime did on its own."""
     return {
         "now": now,
         "namespace_id": namespace_id,
@@ -44,6 +64,7 @@ def event_params(
         "duration_ms": duration_ms,
         "message": message,
         "detail": detail,
+        "actor": actor,
     }
 
 

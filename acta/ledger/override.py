@@ -16,7 +16,7 @@ from typing import Any
 
 from acta.errors import ConflictError, ValidationError
 from acta.ledger.enqueue import ensure_definitions
-from acta.ledger.events import event_params
+from acta.ledger.events import Who, event_params
 from acta.model.codes import EventCode, GateKind
 from acta.model.rows import DefinitionSpec, GateInfo, MeterInfo
 from acta.policy.gate import Rate
@@ -31,6 +31,7 @@ def set_limit(
     expected_version: int,
     now: datetime | None,
     specs: Sequence[DefinitionSpec] = (),
+    who: Who | None = None,
 ) -> Verb[int]:
     """Set (or with None clear) the limit of a concurrency gate; returns its new version.
     ``specs``: the caller's own definitions, registered first if the ledger lacks them."""
@@ -61,6 +62,7 @@ def set_limit(
         now,
         f"concurrency limit of {kind.label} {name!r} {shown}",
         {"gate": kind.label, "name": name, "limit": limit},
+        who,
     )
     return version
 
@@ -72,6 +74,7 @@ def set_rate(
     expected_version: int,
     now: datetime | None,
     specs: Sequence[DefinitionSpec] = (),
+    who: Who | None = None,
 ) -> Verb[int]:
     """Set (or with None clear) the rate of a meter; returns its new version."""
     namespace_id = yield from _namespace_id(namespace, now, rate is not None, specs)
@@ -105,6 +108,7 @@ def set_rate(
         now,
         f"rate of meter {meter!r} {shown}",
         {"meter": meter, "rate": None if rate is None else str(rate)},
+        who,
     )
     return version
 
@@ -211,8 +215,14 @@ def _nothing_to_clear(expected: int, what: str) -> int:
 
 
 def _event(
-    namespace_id: int, now: datetime | None, message: str, detail: dict[str, Any]
+    namespace_id: int,
+    now: datetime | None,
+    message: str,
+    detail: dict[str, Any],
+    who: Who | None,
 ) -> Verb[None]:
+    if who is not None:
+        message = f"{message} by {who.actor}: {who.reason}"
     yield execute(
         "insert_event",
         event_params(
@@ -223,6 +233,7 @@ def _event(
             EventCode.GATE_CHANGED,
             message=message,
             detail=json.dumps(detail, ensure_ascii=False, sort_keys=True),
+            actor=None if who is None else who.actor,
         ),
     )
 

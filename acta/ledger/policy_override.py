@@ -82,6 +82,14 @@ def change(
             *(f"{k} cleared" for k in sorted(cleared)),
         ]
     )
+    if "priority" in changes:
+        # The waiting jobs move with it, in this transaction; the one event below records the
+        # count rather than an event per job (an override can touch a whole backlog).
+        moved = yield execute(
+            "policy_override_reprioritise",
+            {"definition_id": row["definition_id"], "priority": changes["priority"]},
+        )
+        said += f" ({moved} waiting jobs re-prioritised)"
     yield execute(
         "insert_event",
         event_params(
@@ -92,6 +100,7 @@ def change(
             EventCode.POLICY_OVERRIDDEN,
             message=f"{job_name}: {said} by {actor}: {reason}",
             detail=params["policy"],
+            actor=actor,
         ),
     )
     return policy, version + 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -81,22 +82,25 @@ def jobs(
 
 def events(job_id: int) -> Verb[list[EventInfo]]:
     rows = yield fetch_all("job_events", {"job_id": job_id})
-    return [
-        EventInfo(
-            event_id=row["event_id"],
-            at=row["at"],
-            code=EventCode(row["code"]),
-            execution=row["execution"],
-            epoch=row["epoch"],
-            outcome=None if row["outcome"] is None else Outcome(row["outcome"]),
-            reason=None if row["reason"] is None else Reason(row["reason"]),
-            duration_ms=row["duration_ms"],
-            message=row["message"],
-            detail=row["detail"],
-            worker=row["worker"],
-        )
-        for row in rows
-    ]
+    return [event_info(row) for row in rows]
+
+
+def event_info(row: Mapping[str, Any]) -> EventInfo:
+    """An event row (the columns ``job_events`` selects) as the read API returns it."""
+    return EventInfo(
+        event_id=row["event_id"],
+        at=row["at"],
+        code=EventCode(row["code"]),
+        execution=row["execution"],
+        epoch=row["epoch"],
+        outcome=None if row["outcome"] is None else Outcome(row["outcome"]),
+        reason=None if row["reason"] is None else Reason(row["reason"]),
+        duration_ms=row["duration_ms"],
+        message=row["message"],
+        detail=row["detail"],
+        worker=row["worker"],
+        actor=row["actor"],
+    )
 
 
 def result(job_id: int) -> Verb[tuple[int, bytes] | None]:

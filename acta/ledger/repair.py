@@ -12,14 +12,13 @@ caller (``acta.repair``) before any statement runs.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from acta.errors import ConflictError, JobNotFoundError, JobStateError, UnknownJobError
 from acta.ledger import read
-from acta.ledger.events import event_params
+from acta.ledger.events import Who, event_params
 from acta.ledger.schedule import SLOT_KEY_PREFIX
 from acta.ledger.transition import apply_transition
 from acta.model.codes import EventCode, JobStatus, Reason
@@ -34,21 +33,6 @@ TERMINAL = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
 RESCHEDULABLE = (JobStatus.READY,)
 """Only a ready job is moved: a blocked one waits for its lane head, a suspended one for its
 wait, a paused one for resume, and a running one has a worker."""
-
-
-@dataclass(frozen=True, slots=True)
-class Who:
-    """Who asked for a repair and why: recorded on every event the verb writes."""
-
-    actor: str
-    reason: str
-
-    def detail(self, verb: str, **facts: object) -> str:
-        return json.dumps(
-            {"verb": verb, "actor": self.actor, "reason": self.reason, **facts},
-            sort_keys=True,
-            default=str,
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +114,7 @@ def restart_row(info: JobInfo, who: Who, now: datetime | None) -> Verb[bool]:
                 reason=Reason.OPERATOR,
                 message=f"restarted after it {previous} ({info.attempts} attempts spent)",
                 detail=who.detail("restart", previous=previous, attempts=info.attempts),
+                actor=who.actor,
             ),
         ),
     )
@@ -170,6 +155,7 @@ def reschedule_row(
                 reason=Reason.OPERATOR,
                 message=f"next run moved from {info.next_run_at.isoformat()} to {target}",
                 detail=who.detail("reschedule", previous=info.next_run_at, at=target),
+                actor=who.actor,
             ),
         ),
     )
@@ -238,6 +224,7 @@ def amend(
                 reason=int(Reason.OPERATOR),
                 message=f"amended: {shown}",
                 detail=who.detail("amend", old=old, new=new),
+                actor=who.actor,
             ),
         )
         return (yield from _job(job_ref, namespace, "amend"))
@@ -258,7 +245,7 @@ def _definition(namespace: str, name: str) -> Verb[dict[str, object]]:
 
 
 def _scope_event(
-    now: datetime | None, namespace_id: int, code: EventCode, message: str, detail: str
+    now: datetime | None, namespace_id: int, code: EventCode, message: str, who: Who, detail: str
 ) -> dict[str, object]:
     return event_params(
         now,
@@ -269,6 +256,7 @@ def _scope_event(
         reason=int(Reason.OPERATOR),
         message=message,
         detail=detail,
+        actor=who.actor,
     )
 
 
@@ -297,6 +285,7 @@ def pause_definition(
             int(str(row["namespace_id"])),
             code,
             f"definition {name}",
+            who,
             who.detail(verb, definition=name),
         ),
     )
@@ -315,7 +304,7 @@ def pause_namespace(namespace: str, paused: bool, who: Who, now: datetime | None
     verb = "pause" if paused else "resume"
     yield execute(
         "insert_event",
-        _scope_event(now, row["id"], code, f"namespace {namespace}", who.detail(verb)),
+        _scope_event(now, row["id"], code, f"namespace {namespace}", who, who.detail(verb)),
     )
     return True
 
@@ -333,6 +322,7 @@ def retire(namespace: str, name: str, who: Who, now: datetime | None) -> Verb[in
                 int(str(row["namespace_id"])),
                 EventCode.RETIRED,
                 f"definition {name}",
+                who,
                 who.detail("retire", definition=name),
             ),
         )

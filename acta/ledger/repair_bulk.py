@@ -17,8 +17,8 @@ from datetime import datetime
 from acta.errors import ConflictError, JobStateError
 from acta.ledger import read
 from acta.ledger.control import cancel
-from acta.ledger.events import event_params
-from acta.ledger.repair import Who, reschedule_row, restart_row
+from acta.ledger.events import Who, event_params
+from acta.ledger.repair import reschedule_row, restart_row
 from acta.model.codes import EventCode, JobStatus, Reason
 from acta.provider.verb import Verb, execute, fetch_all, fetch_one
 
@@ -160,7 +160,7 @@ def cancel_batch(
             report = _skip(report)
             continue
         try:
-            yield from cancel(ref, namespace, f"{who.reason} (by {who.actor})", now)
+            yield from cancel(ref, namespace, who.reason, now, actor=who.actor)
         except ConflictError:
             report = _skip(report)
             continue
@@ -198,6 +198,7 @@ def purge_batch(
             reason=int(Reason.OPERATOR),
             message="purged by an operator",
             detail=who.detail("purge"),
+            actor=who.actor,
         )
         for row in gone
     ]
@@ -227,7 +228,7 @@ def cancel_queue(
             report = _skip(report)
             continue
         status = yield from cancel(
-            info.job_ref, None, f"definition retired: {who.reason} (by {who.actor})", now
+            info.job_ref, None, f"definition retired: {who.reason}", now, actor=who.actor
         )
         report = _did(report, info.job_ref) if status is JobStatus.CANCELLED else _skip(report)
     return report

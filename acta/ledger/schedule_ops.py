@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from acta.errors import ConflictError, ScheduleNotFoundError
-from acta.ledger.events import event_params
+from acta.ledger.events import Who, event_params
 from acta.ledger.schedule import ledger_now, wake_slot
 from acta.model.codes import EventCode
 from acta.provider.verb import Verb, execute, fetch_all, fetch_one
@@ -52,7 +52,7 @@ def change(
     edit: Edit,
     *,
     verb: str,
-    reason: str,
+    who: Who,
     expected_version: int | None,
     now: datetime | None,
 ) -> Verb[tuple[list[Row], datetime]]:
@@ -95,7 +95,8 @@ def change(
                 row["slot_id"],
                 row["slot_ref"],
                 EventCode.SCHEDULE_CHANGED,
-                message=f"{verb} {row['name']}: {reason}",
+                message=f"{verb} {row['name']}: {who.reason}",
+                actor=who.actor,
             ),
         )
     yield from wake_slot(rows[0]["slot_id"], now)

@@ -97,6 +97,7 @@ def write(
             EventCode.SETTING_CHANGED,
             message=f"{verb} {name} {place} by {actor}: {reason}",
             detail=value,
+            actor=actor,
         ),
     )
     return version

@@ -1,6 +1,7 @@
 """Tenant and namespace verbs: register, list, suspend, resume, and compare-and-set changes.
 
-Every change runs in one transaction with its event (actor and reason in the detail) and bumps
+Every change runs in one transaction with its event (the actor in its column, the reason in
+the detail) and bumps
 the row's version; a caller that names the version it read gets ConflictError, having changed
 nothing, when the row moved on. Tenants belong to no namespace (a tenant is who the work is
 about, whoever runs it), so their events carry no namespace.
@@ -14,8 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from acta.errors import ConflictError, UnknownJobError, UnknownTenantError
-from acta.ledger.events import event_params
-from acta.ledger.repair import Who
+from acta.ledger.events import Who, event_params
 from acta.model.codes import EventCode, Reason
 from acta.provider.verb import Verb, execute, fetch_all, fetch_one
 
@@ -23,7 +23,11 @@ Row = dict[str, Any]
 
 
 def _event(
-    namespace_id: int | None, code: EventCode, message: str, detail: Mapping[str, object]
+    namespace_id: int | None,
+    code: EventCode,
+    message: str,
+    detail: Mapping[str, object],
+    who: Who,
 ) -> dict[str, object]:
     return event_params(
         None,
@@ -34,6 +38,7 @@ def _event(
         reason=int(Reason.OPERATOR),
         message=message,
         detail=json.dumps(detail, sort_keys=True, default=str),
+        actor=who.actor,
     )
 
 
@@ -62,7 +67,7 @@ def register(
         detail.update(tags=json.loads(tags), metadata=json.loads(metadata))
         yield execute(
             "insert_event",
-            _with_now(_event(None, EventCode.TENANT_REGISTERED, f"tenant {key}", detail), now),
+            _with_now(_event(None, EventCode.TENANT_REGISTERED, f"tenant {key}", detail, who), now),
         )
     found = yield from tenants(key, None)
     return found[0], created
@@ -108,7 +113,7 @@ def suspend(
     code = EventCode.TENANT_SUSPENDED if suspended else EventCode.TENANT_RESUMED
     verb = "suspend" if suspended else "resume"
     detail = {**json.loads(who.detail(verb)), "tenant": key, "version": version + 1}
-    yield execute("insert_event", _with_now(_event(None, code, f"tenant {key}", detail), now))
+    yield execute("insert_event", _with_now(_event(None, code, f"tenant {key}", detail, who), now))
     return True, version + 1
 
 
@@ -139,7 +144,7 @@ def update_tenant(
     detail = {**json.loads(who.detail("update")), "tenant": key, "version": version + 1, **change}
     yield execute(
         "insert_event",
-        _with_now(_event(None, EventCode.TENANT_UPDATED, f"tenant {key}", detail), now),
+        _with_now(_event(None, EventCode.TENANT_UPDATED, f"tenant {key}", detail, who), now),
     )
     return version + 1
 
@@ -167,7 +172,7 @@ def update_namespace(
     detail = {**json.loads(who.detail("update")), "namespace": name, "version": version + 1}
     detail.update(change)
     event = _event(
-        int(row["namespace_id"]), EventCode.NAMESPACE_UPDATED, f"namespace {name}", detail
+        int(row["namespace_id"]), EventCode.NAMESPACE_UPDATED, f"namespace {name}", detail, who
     )
     yield execute("insert_event", _with_now(event, now))
     return version + 1

@@ -135,6 +135,7 @@ def _event(plan: Transition, e: EventRecord, now: datetime | None) -> dict[str, 
         duration_ms=e.duration_ms,
         message=e.message,
         detail=e.detail,
+        actor=e.actor,
     )
 
 

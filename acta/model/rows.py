@@ -180,6 +180,7 @@ class EventRecord:
     message: str | None = None
     detail: str | None = None
     duration_ms: int | None = None
+    actor: str | None = None  # the operator whose verb this records; None: the runtime
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,6 +337,7 @@ class EventInfo:
     message: str | None
     detail: str | None
     worker: str | None
+    actor: str | None = None  # the operator whose verb wrote it; None: the runtime
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from acta.model.codes import EventCode, JobStatus, Outcome, Reason, WaitKind
+from acta.ledger.read import event_info
+from acta.model.codes import EventCode, JobStatus, Outcome, WaitKind
 from acta.model.rows import EventInfo
 from acta.provider.verb import Verb, fetch_all, fetch_one
 
@@ -189,7 +190,7 @@ def gather(job_ref: str, namespace: str, now: datetime | None) -> Verb[Evidence 
     return Evidence(
         job=job,
         now=clock,
-        events=tuple(_event(r) for r in event_rows),
+        events=tuple(event_info(r) for r in event_rows),
         workers=tuple(
             LiveWorker(
                 r["incarnation"],
@@ -203,20 +204,4 @@ def gather(job_ref: str, namespace: str, now: datetime | None) -> Verb[Evidence 
         ahead=ahead,
         wait=wait,
         gates=gates,
-    )
-
-
-def _event(row: dict[str, Any]) -> EventInfo:
-    return EventInfo(
-        event_id=row["event_id"],
-        at=row["at"],
-        code=EventCode(row["code"]),
-        execution=row["execution"],
-        epoch=row["epoch"],
-        outcome=None if row["outcome"] is None else Outcome(row["outcome"]),
-        reason=None if row["reason"] is None else Reason(row["reason"]),
-        duration_ms=row["duration_ms"],
-        message=row["message"],
-        detail=row["detail"],
-        worker=row["worker"],
     )

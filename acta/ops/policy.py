@@ -1,10 +1,13 @@
 """``ops.policy``: override a definition's policy on a running system, and read what is in force.
 
-Overridable: ``max_attempts``, ``backoff``, ``timeout``, ``audit``, ``retention``, ``alerts``
-(the decorator's names and spellings). An override is a compare-and-set on its version (0 for a
-job never overridden); it is recorded as a ``policy-overridden`` event with the actor and the
-reason. Workers pick it up at their next heartbeat: runs started from then on use it, and
-recovery and retention read it in SQL at once. ``effective_policy_view`` shows the policy in
+Overridable: ``max_attempts``, ``backoff``, ``timeout``, ``audit``, ``retention``, ``alerts``,
+``priority`` (the decorator's names and spellings). An override is a compare-and-set on its
+version (0 for a job never overridden); it is recorded as a ``policy-overridden`` event with the
+actor and the reason. Workers pick it up at their next heartbeat: runs started from then on use
+it, and recovery and retention read it in SQL at once. A priority override acts at once, in
+SQL: the job's waiting jobs move to it in the same transaction, and every enqueue from then on
+takes it (over a priority the enqueue names) until it is cleared; clearing it leaves waiting
+jobs where they are. ``effective_policy_view`` shows the policy in
 force per job name.
 """
 

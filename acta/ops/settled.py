@@ -15,8 +15,8 @@ from acta.ops.explanation import Explanation, Verdict, first_line, span, when
 from acta.ops.verdict import VERDICTS, Stage, explained
 
 _RERUN = (
-    "There is no restart verb yet (acta jobs restart is planned); to run the same work "
-    "again, enqueue a new job with this one's input (acta jobs show {ref} prints it)."
+    "To run it again with its stored input (same ref, full attempts): acta jobs restart {ref} "
+    "--reason TEXT, or app.repairs.restart(ref)."
 )
 
 

@@ -176,11 +176,14 @@ class Quarantine:
             if reason:
                 message += f" ({reason})"
             ns, sql_now = self.namespace, ledger.now()
-            ledger.run(lambda: _decided(ns, sql_now, message, json.dumps(detail)), name="decide")
+            said = (message, json.dumps(detail), actor)
+            ledger.run(lambda: _decided(ns, sql_now, *said), name="decide")
             return self._entry(conn, row)
 
 
-def _decided(namespace: str, now: datetime | None, message: str, detail: str) -> Verb[None]:
+def _decided(
+    namespace: str, now: datetime | None, message: str, detail: str, actor: str
+) -> Verb[None]:
     """The QUARANTINE_DECIDED event, on the namespace's relay slot when there is one."""
     # A ledger where no worker of the namespace ever ran has no namespace row yet.
     yield execute("ensure_namespace", {"now": now, "namespace": namespace})
@@ -205,6 +208,7 @@ def _decided(namespace: str, now: datetime | None, message: str, detail: str) ->
         EventCode.QUARANTINE_DECIDED,
         message=message,
         detail=detail,
+        actor=actor,
     )
     yield execute("insert_event", event)
 

@@ -3,9 +3,9 @@
 An override is stored as a small JSON object holding only the fields it changes (see
 ``FIELDS``), normalised here so that SQL can read its numbers too: ``max_attempts``,
 ``backoff`` (the expression), ``timeout_ms`` (null: no timeout), ``audit`` (the level's
-code), ``retention_ms`` (null: kept forever) and ``alerts`` (the profile). ``normalize``
-checks operator input with the same rules as the declaration; ``apply`` gives the effective
-policy. Pure: no I/O.
+code), ``retention_ms`` (null: kept forever), ``alerts`` (the profile) and ``priority``
+(which the enqueue SQL reads too). ``normalize`` checks operator input with the same rules as
+the declaration; ``apply`` gives the effective policy. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -20,7 +20,15 @@ from acta.errors import InvalidPolicyError
 from acta.model.codes import AuditLevel
 from acta.policy.job import MAX_ATTEMPTS_LIMIT, JobPolicy, validate_retention
 
-FIELDS: Final = ("max_attempts", "backoff", "timeout", "audit", "retention", "alerts")
+FIELDS: Final = (
+    "max_attempts",
+    "backoff",
+    "timeout",
+    "audit",
+    "retention",
+    "alerts",
+    "priority",
+)
 """What an operator may override, by the names the decorator takes."""
 
 _MS: Final = timedelta(milliseconds=1)
@@ -31,6 +39,7 @@ _STORED: Final = {
     "audit": "audit",
     "retention": "retention_ms",
     "alerts": "alerts",
+    "priority": "priority",
 }
 
 
@@ -70,6 +79,8 @@ def normalize(fields: Mapping[str, Any]) -> dict[str, Any]:
             out["timeout_ms"] = max(1, checked.timeout // _MS)
         elif field == "audit":
             out["audit"] = int(checked.audit)
+        elif field == "priority":
+            out["priority"] = checked.priority
         else:
             out["alerts"] = checked.alerts.value
     return out
@@ -92,4 +103,6 @@ def apply(policy: JobPolicy, stored: Mapping[str, Any]) -> JobPolicy:
         changes["retention"] = None if ms is None else timedelta(milliseconds=int(ms))
     if "alerts" in stored:
         changes["alerts"] = JobPolicy.build(alerts=stored["alerts"]).alerts
+    if "priority" in stored:
+        changes["priority"] = int(stored["priority"])
     return replace(policy, **changes) if changes else policy

@@ -185,14 +185,15 @@ def test_namespace_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 def test_limit_set_and_clear(busy: Busy, capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
     args = ["gates", "limit", "--key", "acme", "5", "--expect-version", "0"]
-    assert main([*args, "--database", str(busy.path)]) == 0
+    said = ["--actor", "ops:kim", "--reason", "big customer import"]
+    assert main([*args, *said, "--database", str(busy.path)]) == 0
     assert capsys.readouterr().out == "concurrency limit of key 'acme' set to 5; version 1\n"
     acme = _gate(busy.path, capsys, "acme")
     assert (acme["limit"], acme["declared_limit"], acme["override"]) == (5, 2, 5)
     assert acme["version"] == 1
     assert _query(
-        busy.path, "SELECT message FROM acta_events_view WHERE event = 'gate-changed'"
-    ) == [("concurrency limit of key 'acme' set to 5",)]
+        busy.path, "SELECT message, actor FROM acta_events_view WHERE event = 'gate-changed'"
+    ) == [("concurrency limit of key 'acme' set to 5 by ops:kim: big customer import", "ops:kim")]
 
     args = ["gates", "limit", "--key", "acme", "clear", "--expect-version", "1"]
     assert main([*args, "--database", str(busy.path)]) == 0

@@ -84,10 +84,10 @@ def test_restart_one_job_records_actor_and_reason(
         ledger, capsys, "jobs", "restart", ref, "--reason", "fixed upstream", "--actor", "ops:kim"
     )
     assert code == 0 and out.startswith(f"restart {ref}: ready")
-    [(detail,)] = _rows(
-        ledger, "SELECT detail FROM acta_events WHERE job_ref = ? AND code = 70", (ref,)
+    [(detail, actor)] = _rows(
+        ledger, "SELECT detail, actor FROM acta_events WHERE job_ref = ? AND code = 70", (ref,)
     )
-    assert json.loads(detail)["actor"] == "ops:kim"
+    assert actor == "ops:kim"
     assert json.loads(detail)["reason"] == "fixed upstream"
     code, _, err = _run(ledger, capsys, "jobs", "restart", ref)
     assert code == 1 and "is ready" in err  # restarting it again: it has not finished

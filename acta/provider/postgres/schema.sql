@@ -93,6 +93,7 @@ CREATE TABLE {schema}.events (
     duration_ms bigint,
     message text,
     detail text,
+    actor text,
     CONSTRAINT events_pkey PRIMARY KEY (id)
 );
 
@@ -673,7 +674,10 @@ SELECT n.name AS namespace,
             ELSE d.retention_ms
         END AS retention_ms,
     o.policy ->> 'alerts'::text AS alerts,
-    d.priority,
+        CASE
+            WHEN o.policy ? 'priority'::text THEN (o.policy ->> 'priority'::text)::smallint
+            ELSE d.priority
+        END AS priority,
     o.policy::text AS overrides,
     COALESCE(o.version, 0) AS version,
     o.updated_at,
@@ -705,6 +709,7 @@ SELECT e.id AS event_id,
     e.duration_ms,
     e.message,
     e.detail,
+    e.actor,
     w.incarnation AS worker,
     tn.tenant_key AS tenant,
     e.job_id

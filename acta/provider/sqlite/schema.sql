@@ -150,7 +150,7 @@ CREATE TABLE acta_events (
     duration_ms  INTEGER,
     message      TEXT,
     detail       TEXT
-);
+, actor TEXT);
 
 -- table acta_gate_holds
 CREATE TABLE acta_gate_holds (
@@ -495,7 +495,8 @@ SELECT
     CASE WHEN json_type(o.policy, '$.retention_ms') IS NULL THEN d.retention_ms
          ELSE json_extract(o.policy, '$.retention_ms') END AS retention_ms,
     json_extract(o.policy, '$.alerts') AS alerts,
-    d.priority,
+    CASE WHEN json_type(o.policy, '$.priority') IS NULL THEN d.priority
+         ELSE json_extract(o.policy, '$.priority') END AS priority,
     o.policy AS overrides,
     COALESCE(o.version, 0) AS version,
     o.updated_at,
@@ -526,6 +527,7 @@ SELECT
     e.duration_ms,
     e.message,
     e.detail,
+    e.actor,
     w.incarnation AS worker,
     tn.tenant_key AS tenant,
     e.job_id

@@ -62,11 +62,14 @@ LIMIT 1;
 
 -- name: insert_runtime
 -- next_run_at is the given instant, or now plus the delay. A lane member is written blocked
--- (status 11) at its place in the lane; promotion makes the head ready.
+-- (status 11) at its place in the lane; promotion makes the head ready. An operator's
+-- priority override of the definition beats the priority the enqueue asked for.
 INSERT INTO {schema}.runtime
     (job_id, namespace_id, definition_id, status, priority, next_run_at, updated_at, lane_id,
      lane_seq, gated)
-VALUES (:job_id, :namespace_id, :definition_id, :status, :priority,
+VALUES (:job_id, :namespace_id, :definition_id, :status,
+        COALESCE((SELECT (o.policy ->> 'priority')::smallint FROM {schema}.policy_overrides o
+                  WHERE o.definition_id = :definition_id), :priority::smallint),
         COALESCE(:run_at::timestamptz,
                  COALESCE(:now::timestamptz, now()) + :delay_ms::bigint * interval '1 millisecond'),
         COALESCE(:now::timestamptz, now()), :lane_id, :lane_seq, :gated);

@@ -3,9 +3,9 @@
 -- name: insert_event
 INSERT INTO {schema}.events
     (at, namespace_id, job_id, job_ref, worker_id, code, execution, epoch, outcome, reason,
-     duration_ms, message, detail)
+     duration_ms, message, detail, actor)
 VALUES (COALESCE(:now::timestamptz, now()), :namespace_id, :job_id, :job_ref, :worker_id, :code,
-        :execution, :epoch, :outcome, :reason, :duration_ms, :message, :detail);
+        :execution, :epoch, :outcome, :reason, :duration_ms, :message, :detail, :actor);
 
 -- name: ring
 -- The database bell for writes that do not ring it themselves (a laned enqueue): NOTIFY is

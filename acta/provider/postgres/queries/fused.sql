@@ -227,7 +227,11 @@ inserted AS (
 made AS (
     INSERT INTO {schema}.runtime
         (job_id, namespace_id, definition_id, status, priority, next_run_at, updated_at, gated)
-    SELECT n.id, :namespace_id, i.definition_id, 10, i.priority,
+    SELECT n.id, :namespace_id, i.definition_id, 10,
+           -- an operator's priority override of the definition beats the asked-for priority
+           COALESCE((SELECT (o.policy ->> 'priority')::smallint
+                     FROM {schema}.policy_overrides o
+                     WHERE o.definition_id = i.definition_id), i.priority),
            COALESCE(i.run_at,
                     COALESCE(:now::timestamptz, now()) + i.delay_ms * interval '1 millisecond'),
            COALESCE(:now::timestamptz, now()), i.concurrency_key IS NOT NULL

@@ -27,3 +27,10 @@ UPDATE {schema}.policy_overrides
 SET policy = :policy::jsonb, version = version + 1, updated_at = COALESCE(:now::timestamptz, now()), updated_by = :actor,
     reason = :reason
 WHERE definition_id = :definition_id AND version = :version;
+
+-- name: policy_override_reprioritise
+-- A priority override also moves the definition's jobs that wait to run (ready, blocked in
+-- a lane, suspended on a durable wait, paused); a running job's priority matters no more.
+UPDATE {schema}.runtime
+SET priority = :priority
+WHERE definition_id = :definition_id AND status IN (10, 11, 30, 31) AND priority <> :priority;

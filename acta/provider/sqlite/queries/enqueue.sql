@@ -60,12 +60,15 @@ LIMIT 1;
 
 -- name: insert_runtime
 -- next_run_at is the given instant, or now plus the delay. A lane member is written blocked
--- (status 11) at its place in the lane; promotion makes the head ready.
+-- (status 11) at its place in the lane; promotion makes the head ready. An operator's
+-- priority override of the definition beats the priority the enqueue asked for.
 WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
 INSERT INTO {schema}.runtime
     (job_id, namespace_id, definition_id, status, priority, next_run_at, updated_at, lane_id,
      lane_seq, gated)
-SELECT :job_id, :namespace_id, :definition_id, :status, :priority,
+SELECT :job_id, :namespace_id, :definition_id, :status,
+       COALESCE((SELECT json_extract(o.policy, '$.priority') FROM {schema}.policy_overrides o
+                 WHERE o.definition_id = :definition_id), :priority),
        COALESCE(:run_at, strftime('%Y-%m-%d %H:%M:%f', t.now,
                                   printf('%+.3f seconds', :delay_ms / 1000.0))),
        t.now, :lane_id, :lane_seq, :gated

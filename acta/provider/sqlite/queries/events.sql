@@ -4,7 +4,7 @@
 WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
 INSERT INTO {schema}.events
     (at, namespace_id, job_id, job_ref, worker_id, code, execution, epoch, outcome, reason,
-     duration_ms, message, detail)
+     duration_ms, message, detail, actor)
 SELECT t.now, :namespace_id, :job_id, :job_ref, :worker_id, :code, :execution, :epoch,
-       :outcome, :reason, :duration_ms, :message, :detail
+       :outcome, :reason, :duration_ms, :message, :detail, :actor
 FROM t;

@@ -41,7 +41,7 @@ WHERE j.job_ref = :job_ref
 -- The newest event of each (code, outcome) pair: enough to name the last error, the last
 -- retry, who cancelled, why it paused or bounced, without reading a long timeline whole.
 SELECT e.id AS event_id, e.at, e.code, e.execution, e.epoch, e.outcome, e.reason,
-       e.duration_ms, e.message, e.detail, w.incarnation AS worker
+       e.duration_ms, e.message, e.detail, e.actor, w.incarnation AS worker
 FROM {schema}.events e
 LEFT JOIN {schema}.workers w ON w.id = e.worker_id
 WHERE e.id IN (SELECT max(x.id) FROM {schema}.events x

@@ -51,7 +51,7 @@ LIMIT :limit;
 
 -- name: job_events
 SELECT e.id AS event_id, e.at, e.code, e.execution, e.epoch, e.outcome, e.reason,
-       e.duration_ms, e.message, e.detail, w.incarnation AS worker
+       e.duration_ms, e.message, e.detail, e.actor, w.incarnation AS worker
 FROM {schema}.events e
 LEFT JOIN {schema}.workers w ON w.id = e.worker_id
 WHERE e.job_id = :job_id
