@@ -1,0 +1,105 @@
+"""Every dashboard page, opened in chromium over a ledger a real worker run filled (SQLite and
+PostgreSQL): it renders what the run left, the console stays free of errors, no request leaves
+the dashboard's origin, and a screenshot of it is kept as a CI artifact.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser_support import Site, Watch
+
+# Each page, and text it must show for the demo run (so a blank page cannot pass).
+PAGES = {
+    "overview": ("/", "books do not balance"),
+    "jobs": ("/jobs", "import-feed"),
+    "workers": ("/workers", "running"),
+    "alerts": ("/alerts", "books do not balance"),
+    "definitions": ("/definitions", "sync-crm"),
+    "schedules": ("/schedules", "rollup-metrics"),
+    "namespaces": ("/namespaces", "default"),
+}
+
+
+def _clean(site: Site, watch: Watch) -> None:
+    assert watch.errors == [], f"console errors on {site.provider}: {watch.errors}"
+    assert watch.requests, "the page recorded no request at all"
+    assert watch.foreign(site.served) == [], "requests left the dashboard's origin"
+
+
+def _open(site: Site, page: Any, path: str) -> None:
+    response = page.goto(site.url(path))
+    assert response is not None and response.status == 200, f"{path}: {response}"
+    page.wait_for_load_state("load")
+
+
+@pytest.mark.parametrize("name", list(PAGES))
+def test_each_page_renders_the_run_with_no_error_and_no_foreign_request(
+    site: Site, page: tuple[Any, Watch], shots: Path, name: str
+) -> None:
+    opened, watch = page
+    path, expected = PAGES[name]
+    _open(site, opened, path)
+    assert expected in opened.inner_text("body")
+    # The stylesheet and script are the dashboard's own: they were requested, from its origin.
+    kinds = {r.rsplit(".", 1)[-1].split("?")[0] for r in watch.requests}
+    assert {"css", "js"} <= kinds, watch.requests
+    opened.screenshot(path=str(shots / f"{site.provider}-{name}.png"), full_page=True)
+    _clean(site, watch)
+
+
+@pytest.mark.parametrize(
+    ("which", "status"),
+    [
+        ("failed", "failed"),
+        ("retrying", "ready"),
+        ("scheduled", "ready"),
+        ("cancelled", "cancelled"),
+        ("alerting", "succeeded"),
+    ],
+)
+def test_a_job_page_shows_its_status_and_timeline(
+    site: Site, page: tuple[Any, Watch], shots: Path, which: str, status: str
+) -> None:
+    opened, watch = page
+    ref = getattr(site.refs, which)
+    _open(site, opened, f"/jobs/{ref}")
+    assert opened.get_by_test_id("job-status").inner_text().strip().lower() == status
+    events = opened.get_by_test_id("timeline").get_by_test_id("event")
+    assert events.count() >= 1
+    assert events.first.get_attribute("data-event") == "enqueued"
+    opened.screenshot(path=str(shots / f"{site.provider}-job-{which}.png"), full_page=True)
+    _clean(site, watch)
+
+
+def test_an_unknown_job_is_a_404_page_without_a_stack_trace(
+    site: Site, page: tuple[Any, Watch]
+) -> None:
+    opened, _ = page
+    response = opened.goto(site.url("/jobs/job_01kdvdna00fwv8shdgvr5yb40z"))
+    assert response is not None and response.status == 404
+    body = opened.inner_text("body")
+    assert "Traceback" not in body and 'File "' not in body
+
+
+def test_the_theme_toggle_switches_light_and_dark_and_is_remembered(
+    site: Site, page: tuple[Any, Watch], shots: Path
+) -> None:
+    opened, watch = page
+    _open(site, opened, "/")
+    html = opened.locator("html")
+    before = html.get_attribute("data-theme") or "light"
+    background = opened.evaluate("getComputedStyle(document.body).backgroundColor")
+    opened.get_by_test_id("theme-toggle").click()
+    after = "dark" if before == "light" else "light"
+    opened.wait_for_function(
+        f"document.documentElement.getAttribute('data-theme') === '{after}'", timeout=5_000
+    )
+    assert opened.evaluate("getComputedStyle(document.body).backgroundColor") != background
+    opened.screenshot(path=str(shots / f"{site.provider}-overview-{after}.png"), full_page=True)
+    # Another page of the same browser keeps the choice.
+    _open(site, opened, "/jobs")
+    assert html.get_attribute("data-theme") == after
+    _clean(site, watch)
