@@ -34,6 +34,11 @@ MISSING_CHROMIUM = (
 # page fails in seconds, not at the suite's timeout.
 DOM_WAIT_MS = 10_000
 
+# The pages' stable hooks (data-testid), in one place.
+JOB_STATUS = '[data-testid="job-ref"] [data-testid="status"]'
+EVENTS = '[data-testid="timeline"] [data-testid="event-row"]'
+VERDICT = '[data-testid="verdict-headline"]'
+
 
 def ci() -> bool:
     return os.environ.get("CI", "").lower() == "true"
@@ -208,10 +213,21 @@ class Watch:
 
     def attach(self, page: Any) -> None:
         page.on("request", lambda request: self.requests.append(request.url))
+        # The console says "404" without the address: name it here.
+        page.on(
+            "response",
+            lambda response: (
+                self.errors.append(f"HTTP {response.status} for {response.url}")
+                if response.status >= 400
+                else None
+            ),
+        )
         page.on(
             "console",
             lambda message: (
-                self.errors.append(f"console {message.type}: {message.text}")
+                self.errors.append(
+                    f"console {message.type}: {message.text} ({message.location.get('url')})"
+                )
                 if message.type in ("error", "assert")
                 else None
             ),
@@ -229,3 +245,14 @@ class Watch:
     def clear(self) -> None:
         self.requests.clear()
         self.errors.clear()
+
+
+def new_tab(browser: Any) -> tuple[Any, Any, Watch]:
+    """A fresh browser context (its own cookies and storage, so its own CSRF session and theme
+    choice), a page in it, and what that page records."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light")
+    context.set_default_timeout(DOM_WAIT_MS)
+    opened = context.new_page()
+    watch = Watch()
+    watch.attach(opened)
+    return context, opened, watch

@@ -18,6 +18,7 @@ from browser_support import (
     artifacts_dir,
     chromium_path,
     declare,
+    new_tab,
     populate,
     serve,
     skip_or_fail,
@@ -147,13 +148,17 @@ def site(
             host.close()
 
 
-@pytest.fixture
-def page(browser: Any, site: Site) -> Iterator[tuple[Any, Watch]]:
-    """A fresh page (its own cookies, so its own CSRF session) and what it records."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(10_000)
-    opened = context.new_page()
-    watch = Watch()
-    watch.attach(opened)
+@pytest.fixture(scope="module")
+def _tab(browser: Any, site: Site) -> Iterator[tuple[Any, Watch]]:
+    context, opened, watch = new_tab(browser)
     yield opened, watch
     context.close()
+
+
+@pytest.fixture
+def page(_tab: tuple[Any, Watch]) -> tuple[Any, Watch]:
+    """The module's page (one per site: a context costs time on a busy machine), with its record
+    emptied for this test. A test that changes what the browser remembers uses ``new_tab``."""
+    opened, watch = _tab
+    watch.clear()
+    return opened, watch

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from browser_support import DOM_WAIT_MS, Site, Watch, drain
+from browser_support import DOM_WAIT_MS, EVENTS, JOB_STATUS, Site, Watch, drain
 
 from acta.model.codes import JobStatus
 
@@ -28,18 +28,15 @@ def test_jobs_list_to_job_to_timeline_to_restart(
     row = opened.get_by_test_id("jobs-table").locator(f'[data-testid="job-row"][data-ref="{ref}"]')
     row.locator("a").first.click()
     opened.wait_for_url(f"**/jobs/{ref}", timeout=DOM_WAIT_MS)
-    assert opened.get_by_test_id("job-status").inner_text().strip().lower() == "failed"
-    timeline = opened.get_by_test_id("timeline")
-    names = [e.get_attribute("data-event") for e in timeline.get_by_test_id("event").all()]
+    assert opened.locator(JOB_STATUS).inner_text().strip().lower() == "failed"
+    names = [e.get_attribute("data-event") for e in opened.locator(EVENTS).all()]
     assert names[0] == "enqueued" and "failed" in names and "restarted" not in names
 
     opened.on("dialog", lambda dialog: dialog.accept())  # a confirm() before the verb, if any
-    opened.get_by_test_id("verb-restart").click()
-    restarted = opened.locator(
-        '[data-testid="timeline"] [data-testid="event"][data-event="restarted"]'
-    )
+    opened.get_by_test_id("verb-restart-button").click()
+    restarted = opened.locator(f'{EVENTS}[data-event="restarted"]')
     restarted.wait_for(state="attached", timeout=DOM_WAIT_MS)
-    assert opened.get_by_test_id("job-status").inner_text().strip().lower() == "ready"
+    assert opened.locator(JOB_STATUS).inner_text().strip().lower() == "ready"
     opened.screenshot(path=str(shots / f"{site.provider}-job-restarted.png"), full_page=True)
 
     # The page showed what the ledger holds: the operator surface wrote the event.
