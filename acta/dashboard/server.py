@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from acta.app import Acta
 
 Handler = Callable[[Request], Awaitable[Response]]
+FORM = "application/x-www-form-urlencoded"
 PAGES = ("overview", "jobs", "workers", "alerts", "definitions", "schedules", "namespaces")
 
 
@@ -70,6 +71,7 @@ class Dashboard:
             Route("/definitions", self._page("definitions", lambda r: self.source.definitions())),
             Route("/schedules", self._page("schedules", lambda r: self.source.schedules())),
             Route("/namespaces", self._page("namespaces", lambda r: self.source.namespaces())),
+            Route("/api/session", self._session),
             Route("/api/overview", self._api(lambda r: self.source.overview())),
             Route("/api/jobs", self._api(self._jobs)),
             Route("/api/jobs/{ref}", self._api(self._job)),
@@ -107,6 +109,16 @@ class Dashboard:
         return self.source.alerts(value == "1")
 
     # -- responses ------------------------------------------------------------------------
+
+    async def _session(self, request: Request) -> Response:
+        """The CSRF token for this browser session (and its cookie), for API clients that
+        send verbs; empty while every verb family is off."""
+        session, new = self.csrf.session(request)
+        token = self.csrf.token(session) if self.config.verbs else ""
+        response = JSONResponse({"csrf": token, "verbs": sorted(self.config.verbs)})
+        if new and self.config.verbs:
+            self.csrf.set_cookie(response, request, session)
+        return response
 
     def _page(self, page: str, read: Callable[[Request], dict[str, Any]]) -> Handler:
         async def endpoint(request: Request) -> Response:
@@ -151,10 +163,19 @@ class Dashboard:
             self.csrf.set_cookie(response, request, session)
         return response
 
-    def _error_page(self, request: Request, status: int, message: str) -> Response:
-        if request.url.path.startswith((request.scope.get("root_path") or "") + "/api/"):
+    def _error_page(
+        self, request: Request, status: int, message: str, *, verb: bool = False
+    ) -> Response:
+        """An error as JSON for the API (and for verbs sent as JSON), else as a page."""
+        api = request.url.path.startswith((request.scope.get("root_path") or "") + "/api/")
+        form = request.headers.get("content-type", "").startswith(FORM)
+        if api and not (verb and form):
             return JSONResponse({"error": message}, status_code=status)
-        return self.render(request, "error", {"status": status, "message": message}, status)
+        data = {"status": status, "message": message, "verb": verb}
+        return self.render(request, "error", data, status)
+
+    def _refuse(self, request: Request, status: int, message: str) -> Response:
+        return self._error_page(request, status, message, verb=True)
 
     async def _http_error(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
@@ -177,9 +198,9 @@ class Dashboard:
                 f"{params['job']}/{params['name']}" if family == "schedules" else params["target"]
             )
             if verb not in VERB_FAMILIES[family]:
-                return self._error_page(request, 404, f"{family} have no verb {verb!r}.")
+                return self._refuse(request, 404, f"{family} have no verb {verb!r}.")
             if not self.config.verb_enabled(family):
-                return self._error_page(
+                return self._refuse(
                     request,
                     403,
                     (
@@ -187,27 +208,25 @@ class Dashboard:
                         f"create_dashboard(..., verbs=[{family!r}])."
                     ),
                 )
-            form = request.headers.get("content-type", "").startswith(
-                "application/x-www-form-urlencoded"
-            )
+            form = request.headers.get("content-type", "").startswith(FORM)
             try:
                 raw = dict(await request.form()) if form else await request.json()
             except ValueError:
-                return self._error_page(request, 400, "The body is neither a form nor JSON.")
+                return self._refuse(request, 400, "The body is neither a form nor JSON.")
             if not isinstance(raw, dict):
-                return self._error_page(request, 400, "The JSON body must be an object.")
+                return self._refuse(request, 400, "The JSON body must be an object.")
             args: dict[str, str] = {str(k): str(v) for k, v in raw.items()}
             try:
                 self.csrf.check(request, args.pop(FIELD, None) or request.headers.get(HEADER))
             except CsrfError as exc:
-                return self._error_page(request, 403, f"Refused: {exc}.")
+                return self._refuse(request, 403, f"Refused: {exc}.")
             actor = request.state.acta_actor
             try:
                 done = await run_in_threadpool(
                     run_verb, self.app, family, verb, target, args, actor
                 )
             except (ActaError, ValueError) as exc:
-                return self._error_page(request, _status_of(exc), f"Refused: {exc}")
+                return self._refuse(request, _status_of(exc), f"Refused: {exc}")
             if not form:
                 return JSONResponse({"ok": True, "message": done.message, **done.data})
             back = _safe_next(request, args.get("next"))

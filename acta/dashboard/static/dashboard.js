@@ -48,6 +48,8 @@
       setText("throughput-failed", data.throughput.failed);
     }
     setText("as-of", data.now);
+    var box = document.getElementById("overview");
+    if (box) { box.setAttribute("data-refreshed-at", String(data.now)); }
   }
 
   function poll(every) {
