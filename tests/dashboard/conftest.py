@@ -10,13 +10,11 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("starlette", reason="the dashboard extra is not installed")
+from starlette.testclient import TestClient
 
-from starlette.testclient import TestClient  # noqa: E402
-
-from acta import Acta, SyncJobContext  # noqa: E402
-from acta.dashboard import create_dashboard  # noqa: E402
-from acta_testing import Host  # noqa: E402
+from acta import Acta, SyncJobContext
+from acta.dashboard import create_dashboard
+from acta_testing import Host
 
 EVIL = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 LOCAL = "http://localhost"
