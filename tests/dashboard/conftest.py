@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-
 from starlette.testclient import TestClient
 
 from acta import Acta, SyncJobContext
