@@ -35,9 +35,8 @@ MISSING_CHROMIUM = (
 DOM_WAIT_MS = 10_000
 
 # The pages' stable hooks (data-testid), in one place.
-JOB_STATUS = '[data-testid="job-ref"] [data-testid="status"]'
-EVENTS = '[data-testid="timeline"] [data-testid="event-row"]'
-VERDICT = '[data-testid="verdict-headline"]'
+JOB_STATUS = '[data-testid="job-status"]'
+EVENTS = '[data-testid="timeline"] [data-testid="event"]'
 
 
 def ci() -> bool:

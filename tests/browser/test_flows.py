@@ -33,7 +33,13 @@ def test_jobs_list_to_job_to_timeline_to_restart(
     assert names[0] == "enqueued" and "failed" in names and "restarted" not in names
 
     opened.on("dialog", lambda dialog: dialog.accept())  # a confirm() before the verb, if any
-    opened.get_by_test_id("verb-restart-button").click()
+    # The verb is a form POST that redirects back to the job (no script needed to restart).
+    with opened.expect_navigation(timeout=DOM_WAIT_MS) as navigation:
+        opened.get_by_test_id("verb-restart").click()
+    answer = navigation.value
+    assert answer is not None and answer.ok, (
+        f"restart answered {answer and answer.status}: {opened.inner_text('body')[:300]}"
+    )
     restarted = opened.locator(f'{EVENTS}[data-event="restarted"]')
     restarted.wait_for(state="attached", timeout=DOM_WAIT_MS)
     assert opened.locator(JOB_STATUS).inner_text().strip().lower() == "ready"
