@@ -71,6 +71,8 @@ def artifacts_dir(base: Path) -> Path:
 
 # -- a ledger from a real worker run ----------------------------------------------------------
 
+STEPS, STEP = 6, "10m"  # an hour of history for the overview's charts
+
 
 @dataclass
 class Refs:
@@ -116,8 +118,9 @@ def declare(app: Acta) -> Callable[[str], JobRef]:
 
 
 def populate(app: Acta, host: Host, welcome: Callable[[str], JobRef]) -> Refs:
-    """Run the demo application once: every job that is due runs now (the clock does not move,
-    so the retry and the delayed charge stay in the future)."""
+    """Run the demo application through an hour of the manual clock: a first batch at 00:00,
+    then new mails (and one more bad feed) every ten minutes, with the schedule firing and the
+    CRM sync retrying as they come due. The charge delayed by two hours stays in the future."""
     refs = Refs()
     refs.succeeded = [welcome(f"user{n}@example.com") for n in range(3)]
     charge = app.definition("charge-card")
@@ -128,6 +131,12 @@ def populate(app: Acta, host: Host, welcome: Callable[[str], JobRef]) -> Refs:
     refs.alerting = app.definition("reconcile-books").enqueue()
     app.cancel(refs.cancelled, "customer cancelled the order")
     drain(host)
+    for step in range(1, STEPS + 1):
+        host.advance(STEP)
+        refs.succeeded += [welcome(f"user{step}{n}@example.com") for n in range(step % 3 + 1)]
+        if step == STEPS // 2:
+            app.definition("import-feed").enqueue(8)
+        drain(host)
     return refs
 
 
