@@ -10,9 +10,10 @@ thread pool, so the dashboard needs nothing from the host's event loop.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
@@ -26,10 +27,16 @@ from starlette.staticfiles import StaticFiles
 from acta.dashboard import filters
 from acta.dashboard.config import VERB_FAMILIES, Authorize, DashboardConfig, build_config
 from acta.dashboard.csrf import FIELD, HEADER, Csrf, CsrfError
-from acta.dashboard.guard import Guard
+from acta.dashboard.guard import MAX_BODY, Guard
 from acta.dashboard.source import Source
 from acta.dashboard.verbs import run_verb
-from acta.errors import ActaError, ConflictError, ValidationError
+from acta.errors import (
+    ActaError,
+    ConflictError,
+    InvalidJobRefError,
+    JobNotFoundError,
+    ValidationError,
+)
 
 if TYPE_CHECKING:
     from acta.app import Acta
@@ -100,7 +107,13 @@ class Dashboard:
         return self.source.jobs(chosen)
 
     def _job(self, request: Request) -> dict[str, Any]:
-        return self.source.job(request.path_params["ref"])
+        ref = request.path_params["ref"]
+        try:
+            return self.source.job(ref)
+        except InvalidJobRefError:
+            # A malformed ref names no job either: the same 404 as an unknown one.
+            namespace = self.source.namespace
+            raise JobNotFoundError(f"no job {ref[:80]!r} in namespace {namespace!r}") from None
 
     def _alerts(self, request: Request) -> dict[str, Any]:
         value = request.query_params.get("include_resolved", "0")
@@ -209,8 +222,13 @@ class Dashboard:
                     ),
                 )
             form = request.headers.get("content-type", "").startswith(FORM)
+            body = b""
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > MAX_BODY:
+                    return self._refuse(request, 413, f"The body is over {MAX_BODY} bytes.")
             try:
-                raw = dict(await request.form()) if form else await request.json()
+                raw = dict(parse_qsl(body.decode())) if form else json.loads(body or b"{}")
             except ValueError:
                 return self._refuse(request, 400, "The body is neither a form nor JSON.")
             if not isinstance(raw, dict):
