@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -61,10 +62,12 @@ def chromium_path() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def artifacts_dir(base: Path) -> Path:
-    """Where screenshots go: ``$ACTA_ARTIFACTS/browser`` (kept by CI), else under ``base``."""
-    root = os.environ.get("ACTA_ARTIFACTS")
-    folder = Path(root) / "browser" if root else base / "browser-artifacts"
+def artifacts_dir() -> Path:
+    """Where screenshots go: ``$ACTA_ARTIFACTS/browser``, else ``acta-artifacts/browser`` in the
+    system's temporary folder (one place for every xdist worker, printed at the end of the run
+    so CI can keep it). Names carry the provider and the page, so runs replace, not pile up."""
+    root = os.environ.get("ACTA_ARTIFACTS") or str(Path(tempfile.gettempdir()) / "acta-artifacts")
+    folder = Path(root) / "browser"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 

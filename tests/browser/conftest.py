@@ -67,9 +67,20 @@ def browser(chromium: str) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The folder screenshots are saved in (``$ACTA_ARTIFACTS/browser`` in CI)."""
-    return artifacts_dir(tmp_path_factory.getbasetemp())
+def shots() -> Path:
+    """The folder screenshots are saved in (see ``artifacts_dir``)."""
+    return artifacts_dir()
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """Say where the screenshots are, when browser tests ran (on the xdist controller too)."""
+    ran = any(
+        "tests/browser/" in report.nodeid
+        for key in ("passed", "failed")
+        for report in terminalreporter.stats.get(key, [])
+    )
+    if ran and not hasattr(config, "workerinput"):
+        terminalreporter.write_line(f"acta: browser screenshots in {artifacts_dir()}")
 
 
 def _worker_ledger(request: pytest.FixtureRequest, name: str, folder: Path) -> Any:
