@@ -5,11 +5,25 @@ the dashboard's origin, and a screenshot of it is kept as a CI artifact.
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 from browser_support import EVENTS, JOB_STATUS, Site, Watch, new_tab
+
+# ACTA_DOCS_SCREENSHOTS=1 also refreshes the pictures in docs/guide/dashboard.md from the
+# SQLite run: the overview, and the page of the job that failed.
+DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "guide" / "img"
+DOCS_SHOTS = {"overview": "dashboard-overview.png", "job-failed": "dashboard-job.png"}
+
+
+def _for_docs(site: Site, shot: Path, name: str) -> None:
+    wanted = os.environ.get("ACTA_DOCS_SCREENSHOTS") == "1" and site.provider == "sqlite"
+    if wanted and name in DOCS_SHOTS:
+        shutil.copyfile(shot, DOCS_IMG / DOCS_SHOTS[name])
+
 
 # Each page, and text it must show for the demo run (so a blank page cannot pass).
 PAGES = {
@@ -46,7 +60,9 @@ def test_each_page_renders_the_run_with_no_error_and_no_foreign_request(
     # The stylesheet and script are the dashboard's own: they were requested, from its origin.
     kinds = {r.rsplit(".", 1)[-1].split("?")[0] for r in watch.requests}
     assert {"css", "js"} <= kinds, watch.requests
-    opened.screenshot(path=str(shots / f"{site.provider}-{name}.png"), full_page=True)
+    shot = shots / f"{site.provider}-{name}.png"
+    opened.screenshot(path=str(shot), full_page=True)
+    _for_docs(site, shot, name)
     _clean(site, watch)
 
 
@@ -69,7 +85,9 @@ def test_each_job_page_shows_its_status_and_timeline(
         assert opened.locator(JOB_STATUS).inner_text().strip().lower() == status, which
         events = opened.locator(EVENTS)
         assert events.first.get_attribute("data-event") == "enqueued", which
-        opened.screenshot(path=str(shots / f"{site.provider}-job-{which}.png"), full_page=True)
+        shot = shots / f"{site.provider}-job-{which}.png"
+        opened.screenshot(path=str(shot), full_page=True)
+        _for_docs(site, shot, f"job-{which}")
     _clean(site, watch)
 
 
