@@ -46,7 +46,9 @@ def test_jobs_list_to_job_to_timeline_to_restart(
     opened.screenshot(path=str(shots / f"{site.provider}-job-restarted.png"), full_page=True)
 
     # The page showed what the ledger holds: the operator surface wrote the event.
-    assert site.host.event_names(ref)[-1] == "restarted"
+    last = site.host.events(ref)[-1]
+    assert last.code.label == "restarted", last
+    assert "dashboard@local" in f"{last.message} {last.detail}", last  # the actor is recorded
     assert site.host.job(ref).status is JobStatus.READY
     assert watch.errors == []
     assert watch.foreign(site.served) == []
