@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from browser_support import (
+    MISSING_CHROMIUM,
     Site,
     Watch,
     artifacts_dir,
@@ -46,8 +47,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def chromium() -> str:
     found = chromium_path()
     if found is None:
-        from browser_support import MISSING_CHROMIUM
-
         skip_or_fail(MISSING_CHROMIUM)
     assert found is not None
     return found
