@@ -39,7 +39,19 @@ from collections.abc import Sequence
 
 from acta import __version__
 from acta.app import Acta
-from acta.cli import alerts, demo, gates, jobs, outbox, repair, schedules, schema, serve, settings
+from acta.cli import (
+    alerts,
+    dashboard,
+    demo,
+    gates,
+    jobs,
+    outbox,
+    repair,
+    schedules,
+    schema,
+    serve,
+    settings,
+)
 from acta.cli.command import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -70,6 +82,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     demo.register(commands)
     outbox.register(commands)
     repair.register(commands)
+    dashboard.register(commands)
 
 
 def build_parser(prog: str = "acta") -> argparse.ArgumentParser:

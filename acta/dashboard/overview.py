@@ -56,8 +56,9 @@ def chart(throughput: list[Data]) -> Data:
     """Per-minute successes and failures for the last hour, as SVG bars."""
     succeeded, failed = [0] * MINUTES, [0] * MINUTES
     for row in throughput:
-        minute = int(row["minute"])
-        if 0 <= minute < MINUTES:
+        # An event at exactly "now" ends the window: it belongs to the last minute.
+        minute = min(int(row["minute"]), MINUTES - 1)
+        if minute >= 0:
             succeeded[minute] += int(row["succeeded"] or 0)
             failed[minute] += int(row["failed"] or 0)
     peak = max([1, *(s + f for s, f in zip(succeeded, failed, strict=True))])

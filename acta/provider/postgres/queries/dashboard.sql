@@ -46,7 +46,7 @@ SELECT floor(extract(epoch FROM (e.at - :since::timestamptz)) / 60)::int AS minu
        sum(CASE WHEN e.code IN (12, 21) THEN 1 ELSE 0 END) AS failed
 FROM {schema}.events e
 WHERE e.namespace_id = (SELECT n.id FROM {schema}.namespaces n WHERE n.name = :namespace)
-  AND e.at >= :since::timestamptz AND e.at < :now_at::timestamptz
+  AND e.at >= :since::timestamptz AND e.at <= :now_at::timestamptz
   AND e.code IN (12, 20, 21)
 GROUP BY 1;
 

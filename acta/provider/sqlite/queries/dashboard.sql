@@ -46,7 +46,7 @@ SELECT CAST((julianday(e.at) - julianday(:since)) * 1440 AS INTEGER) AS minute,
        sum(CASE WHEN e.code IN (12, 21) THEN 1 ELSE 0 END) AS failed
 FROM {schema}.events e
 WHERE e.namespace_id = (SELECT n.id FROM {schema}.namespaces n WHERE n.name = :namespace)
-  AND e.at >= :since AND e.at < :now_at
+  AND e.at >= :since AND e.at <= :now_at
   AND e.code IN (12, 20, 21)
 GROUP BY 1;
 
