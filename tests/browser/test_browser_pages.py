@@ -121,3 +121,10 @@ def test_the_theme_toggle_switches_light_and_dark_and_is_remembered(
     assert html.get_attribute("data-theme") == after
     _clean(site, watch)
     context.close()
+
+
+def test_the_guide_shows_the_screenshots_it_names() -> None:
+    guide = (DOCS_IMG.parent / "dashboard.md").read_text(encoding="utf-8")
+    for name in DOCS_SHOTS.values():
+        assert f"img/{name}" in guide
+        assert (DOCS_IMG / name).stat().st_size > 10_000, name
