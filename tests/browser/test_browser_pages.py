@@ -45,7 +45,8 @@ def _clean(site: Site, watch: Watch) -> None:
 
 def _open(site: Site, page: Any, path: str) -> None:
     response = page.goto(site.url(path))
-    assert response is not None and response.status == 200, f"{path}: {response}"
+    assert response is not None, path
+    assert response.status == 200, f"{path}: {response.status}: {page.inner_text('body')[:500]}"
     page.wait_for_load_state("load")
 
 
