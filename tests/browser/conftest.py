@@ -52,9 +52,13 @@ def chromium() -> str:
     return found
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(chromium: str) -> Iterator[Any]:
-    """One headless chromium for the whole session (launching it is the slow part)."""
+    """One headless chromium per test module, closed when the module is done.
+
+    Not one per session: while Playwright's sync API is started, its event loop counts as
+    running in the main thread, so every async test that ran after a browser test in the same
+    process (an xdist worker) would fail with "cannot be called from a running event loop"."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
