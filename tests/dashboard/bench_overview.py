@@ -84,8 +84,21 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=100_000)
     parser.add_argument("--drain", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument(
+        "--reuse", action="store_true", help="measure the ledger a previous run built, as is"
+    )
     args = parser.parse_args()
-    app = build(args.dsn, args.jobs, args.drain)
+    if args.reuse:
+        app = Acta(args.dsn, schema=SCHEMA)
+        with psycopg.connect(args.dsn, autocommit=True) as conn:
+            conn.execute(f'ANALYZE "{SCHEMA}".jobs, "{SCHEMA}".runtime, "{SCHEMA}".events')
+            counts = conn.execute(
+                f'SELECT status, count(*) FROM "{SCHEMA}".runtime GROUP BY 1 ORDER BY 1'
+            ).fetchall()
+            events = conn.execute(f'SELECT count(*) FROM "{SCHEMA}".events').fetchone()
+        print(f"ledger: jobs by status {dict(counts)}, events {events[0] if events else 0}")
+    else:
+        app = build(args.dsn, args.jobs, args.drain)
     source = Source(app)
     source.overview()  # warm: connections, catalog, statement preparation
     reads = []
@@ -103,6 +116,10 @@ def main() -> None:
     print(f"overview page:  median {statistics.median(pages):.1f} ms, max {max(pages):.1f} ms")
     for op in capture_ops(app, source.overview):
         print(plan_summary(args.dsn, app, op))
+    with psycopg.connect(args.dsn) as conn:
+        load = conn.execute("SELECT 1").fetchone()
+    assert load is not None
+    print("load average:", open("/proc/loadavg").read().split()[:3])
 
 
 if __name__ == "__main__":

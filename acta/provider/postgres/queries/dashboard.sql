@@ -11,15 +11,20 @@ SELECT COALESCE(:now::timestamptz, now()) AS now_at;
 -- the oldest due one waits) both come from these groups. No index makes a count of every row
 -- cheaper than one pass; the definitions join is a handful of rows. acta's own system jobs
 -- are left out. One group per status and definition: bounded by the catalog, not the jobs.
-SELECT r.status, d.name AS job_name, count(*) AS jobs,
-       sum(CASE WHEN r.status = 10 AND r.next_run_at <= :now_at::timestamptz THEN 1 ELSE 0 END) AS due,
-       min(CASE WHEN r.status = 10 AND r.next_run_at <= :now_at::timestamptz THEN r.next_run_at END)
-           AS oldest_due_at
-FROM {schema}.runtime r
-JOIN {schema}.definitions d ON d.id = r.definition_id
-WHERE r.namespace_id = (SELECT n.id FROM {schema}.namespaces n WHERE n.name = :namespace)
-  AND d.name NOT LIKE 'sys.%'
-GROUP BY r.status, d.name;
+SELECT g.status, d.name AS job_name, g.jobs, g.due, g.oldest_due_at
+FROM (
+    -- Grouped on the ids first: the per-row work is the count alone.
+    SELECT r.status, r.definition_id, count(*) AS jobs,
+           sum(CASE WHEN r.status = 10 AND r.next_run_at <= :now_at::timestamptz THEN 1 ELSE 0 END)
+               AS due,
+           min(CASE WHEN r.status = 10 AND r.next_run_at <= :now_at::timestamptz THEN r.next_run_at END)
+               AS oldest_due_at
+    FROM {schema}.runtime r
+    WHERE r.namespace_id = (SELECT n.id FROM {schema}.namespaces n WHERE n.name = :namespace)
+    GROUP BY r.status, r.definition_id
+) g
+JOIN {schema}.definitions d ON d.id = g.definition_id
+WHERE d.name NOT LIKE 'sys.%';
 
 -- name: dash_throughput
 -- Jobs that finished since :since, per minute and final status. It reads the runtime rows of
