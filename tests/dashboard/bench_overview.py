@@ -23,7 +23,7 @@ from acta import Acta
 from acta.dashboard import create_dashboard
 from acta.dashboard.source import Source
 from tests.dashboard.conftest import local_client
-from tests.dashboard.plans import capture_ops, plan_summary
+from tests.dashboard.plans import capture_ops, execution_ms, plan_summary
 
 SCHEMA = "acta_dash_bench"
 NAMES = ("bench.mail", "bench.bill", "bench.sync", "bench.report", "bench.flaky")
@@ -116,6 +116,8 @@ def main() -> None:
     print(f"overview page:  median {statistics.median(pages):.1f} ms, max {max(pages):.1f} ms")
     for op in capture_ops(app, source.overview):
         print(plan_summary(args.dsn, app, op))
+        times = sorted(execution_ms(args.dsn, app, op) for _ in range(5))
+        print(f"  server execution: median {times[2]:.1f} ms, min {times[0]:.1f} ms")
     with open("/proc/loadavg") as loadavg:
         print("load average:", loadavg.read().split()[:3])
 
