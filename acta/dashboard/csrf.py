@@ -43,13 +43,20 @@ class Csrf:
     def token(self, session: str) -> str:
         return hmac.new(self._key, session.encode("ascii"), hashlib.sha256).hexdigest()
 
+    def sign(self, text: str) -> str:
+        """A signature of ``text`` under this dashboard's key (for the notice a verb leaves)."""
+        return hmac.new(self._key, b"notice:" + text.encode(), hashlib.sha256).hexdigest()
+
+    def signed(self, text: str, signature: str) -> bool:
+        return hmac.compare_digest(self.sign(text).encode(), signature.encode())
+
     def set_cookie(self, response: Response, request: Request, session: str) -> None:
         response.set_cookie(
             COOKIE,
             session,
             httponly=True,
             samesite="strict",
-            secure=request.url.scheme == "https",
+            secure=bool(request.state.acta_https),
             path=(request.scope.get("root_path") or "") + "/",
         )
 

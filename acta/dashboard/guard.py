@@ -102,6 +102,9 @@ class Guard:
         state = scope.setdefault("state", {})
         state["acta_client"] = None if client is None else str(client)
         state["acta_host"] = host
+        # Secure cookies when the browser's side is HTTPS: the scheme, or a trusted proxy's word.
+        proto = headers.get(b"x-forwarded-proto", b"").decode("latin-1").strip().lower()
+        state["acta_https"] = scope.get("scheme") == "https" or (trusted and proto == "https")
         if self.config.local_only:
             if forwarded and not trusted:
                 return 403, (

@@ -53,14 +53,15 @@ def worker_rows(rows: list[Data], now: datetime) -> list[Data]:
 
 
 def chart(throughput: list[Data]) -> Data:
-    """Per-minute successes and failures for the last hour, as SVG bars."""
-    succeeded, failed = [0] * MINUTES, [0] * MINUTES
+    """Jobs finished per minute in the last hour (succeeded, failed), as SVG bars."""
+    succeeded, failed, cancelled = [0] * MINUTES, [0] * MINUTES, [0] * MINUTES
     for row in throughput:
         # An event at exactly "now" ends the window: it belongs to the last minute.
         minute = min(int(row["minute"]), MINUTES - 1)
         if minute >= 0:
             succeeded[minute] += int(row["succeeded"] or 0)
             failed[minute] += int(row["failed"] or 0)
+            cancelled[minute] += int(row["cancelled"] or 0)
     peak = max([1, *(s + f for s, f in zip(succeeded, failed, strict=True))])
     width = CHART_W / MINUTES
     bars = []
@@ -86,6 +87,7 @@ def chart(throughput: list[Data]) -> Data:
         "peak": peak,
         "succeeded": succeeded,
         "failed": failed,
+        "cancelled": cancelled,
         "bars": bars,
     }
 
@@ -115,7 +117,7 @@ def verdict(
         )
     if failed_last_hour:
         notes.append(
-            f"{failed_last_hour} failed run{'s' if failed_last_hour != 1 else ''} in the last hour."
+            f"{failed_last_hour} job{'s' if failed_last_hour != 1 else ''} failed in the last hour."
         )
     stale = [
         b
@@ -145,16 +147,19 @@ def shape_overview(rows: Any, alerts: list[AlertInfo], schedules: list[ScheduleI
     backlog = [
         {
             "job_name": b["job_name"],
-            "ready": int(b["ready"]),
+            "ready": int(b["jobs"]),
             "due": int(b["due"] or 0),
             "oldest_due_at": fact(b["oldest_due_at"]),
             "oldest_due_age": None
             if b["oldest_due_at"] is None
             else span(now - b["oldest_due_at"]),
-            "oldest_ref": b["oldest_ref"],
         }
         for b in rows.backlog
     ]
+    # Names with a due job first, the longest waiting first; then the rest by name.
+    backlog.sort(
+        key=lambda b: (b["oldest_due_at"] is None, b["oldest_due_at"] or "", b["job_name"])
+    )
     workers = worker_rows(rows.workers, now)
     drawn = chart(rows.throughput)
     open_alerts = [alert_row(a) for a in alerts]
@@ -170,6 +175,7 @@ def shape_overview(rows: Any, alerts: list[AlertInfo], schedules: list[ScheduleI
             "since": fact(rows.since),
             "succeeded": sum(drawn["succeeded"]),
             "failed": sum(drawn["failed"]),
+            "cancelled": sum(drawn["cancelled"]),
         },
         "chart": drawn,
         "workers": workers,

@@ -18,6 +18,7 @@ WINDOW = timedelta(hours=1)
 """The overview's look back: throughput, failures, recently stopped workers."""
 WORKERS_SHOWN = 100
 TAG_SEPARATOR = "\x1f"
+READY = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +29,7 @@ class OverviewRows:
     since: datetime
     counts: dict[int, int]
     backlog: list[Row]
+    """One row per definition with ready jobs: job_name, jobs (ready), due, oldest_due_at."""
     throughput: list[Row]
     workers: list[Row]
 
@@ -43,8 +45,7 @@ def database_now(now: datetime | None) -> Verb[datetime]:
 def overview(namespace: str, now: datetime | None) -> Verb[OverviewRows]:
     at = yield from database_now(now)
     since = at - WINDOW
-    counts = yield fetch_all("dash_status_counts", {"namespace": namespace})
-    backlog = yield fetch_all("dash_backlog", {"namespace": namespace, "now_at": at})
+    groups = yield fetch_all("dash_job_groups", {"namespace": namespace, "now_at": at})
     throughput = yield fetch_all(
         "dash_throughput", {"namespace": namespace, "since": since, "now_at": at}
     )
@@ -52,11 +53,19 @@ def overview(namespace: str, now: datetime | None) -> Verb[OverviewRows]:
     return OverviewRows(
         now=at,
         since=since,
-        counts={int(r["status"]): int(r["jobs"]) for r in counts},
-        backlog=backlog,
+        counts=_counts(groups),
+        backlog=[g for g in groups if int(g["status"]) == READY],
         throughput=throughput,
         workers=workers,
     )
+
+
+def _counts(groups: list[Row]) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for group in groups:
+        status = int(group["status"])
+        counts[status] = counts.get(status, 0) + int(group["jobs"])
+    return counts
 
 
 def workers(namespace: str, now: datetime | None) -> Verb[tuple[datetime, list[Row]]]:

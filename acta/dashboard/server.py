@@ -166,7 +166,7 @@ class Dashboard:
             "verbs": sorted(self.config.verbs),
             "csrf": self.csrf.token(session) if self.config.verbs else "",
             "refresh_ms": self.config.refresh_seconds * 1000,
-            "notice": _notice(request),
+            "notice": self._notice(request),
             "urlencode": urlencode,
             "pages": PAGES,
         }
@@ -186,6 +186,15 @@ class Dashboard:
             return JSONResponse({"error": message}, status_code=status)
         data = {"status": status, "message": message, "verb": verb}
         return self.render(request, "error", data, status)
+
+    def _notice(self, request: Request) -> str | None:
+        """A verb's message carried back by the redirect, shown only with this dashboard's
+        signature: a crafted link cannot put words of its own on the page."""
+        text = request.query_params.get("notice")
+        sig = request.query_params.get("sig", "")
+        if text is None or not self.csrf.signed(text, sig):
+            return None
+        return text[:300]
 
     def _refuse(self, request: Request, status: int, message: str) -> Response:
         return self._error_page(request, status, message, verb=True)
@@ -249,14 +258,10 @@ class Dashboard:
                 return JSONResponse({"ok": True, "message": done.message, **done.data})
             back = _safe_next(request, args.get("next"))
             sep = "&" if "?" in back else "?"
-            return RedirectResponse(f"{back}{sep}{urlencode({'notice': done.message})}", 303)
+            notice = {"notice": done.message, "sig": self.csrf.sign(done.message)}
+            return RedirectResponse(f"{back}{sep}{urlencode(notice)}", 303)
 
         return endpoint
-
-
-def _notice(request: Request) -> str | None:
-    text = request.query_params.get("notice")
-    return None if text is None else text[:300]
 
 
 def _safe_next(request: Request, given: str | None) -> str:

@@ -1,11 +1,13 @@
 """Fixtures for the dashboard's ASGI tests: a ledger produced by a real worker run (the test
-host) on the provider chosen with ``--acta-provider``, and clients that reach the dashboard the
-way a browser on this machine (or an attacker) would."""
+host) on SQLite and on PostgreSQL in turn (whatever ``--acta-provider`` says: every test here
+runs on both dialects), and clients that reach the dashboard the way a browser on this machine
+(or an attacker) would."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,11 +15,32 @@ from starlette.testclient import TestClient
 
 from acta import Acta, SyncJobContext
 from acta.dashboard import create_dashboard
+from acta.provider.protocol import Provider
+from acta.provider.sqlite import SqliteProvider
 from acta_testing import Host
+from acta_testing.schemas import sqlite_copy
 
 EVIL = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 LOCAL = "http://localhost"
 LOOPBACK = ("127.0.0.1", 51000)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def acta_provider(
+    request: pytest.FixtureRequest, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Provider]:
+    """A fresh ledger on each dialect in turn (PostgreSQL skips without a server, and fails
+    under CI=true, like every PostgreSQL test)."""
+    if request.param == "sqlite":
+        provider = SqliteProvider(
+            sqlite_copy(tmp_path_factory.getbasetemp(), tmp_path / "ledger.sqlite3")
+        )
+        yield provider
+        provider.close()
+        return
+    schemas = request.getfixturevalue("_acta_postgres_schemas")
+    with schemas.provider(max_connections=4) as provider:
+        yield provider
 
 
 @dataclass

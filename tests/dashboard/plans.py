@@ -59,6 +59,19 @@ def plan(dsn: str, app: Acta, op: Op) -> dict[str, Any]:
     return dict(data[0]["Plan"])
 
 
+def execution_ms(dsn: str, app: Acta, op: Op) -> float:
+    """The server's own time for ``op`` (EXPLAIN ANALYZE's execution time), in ms."""
+    provider: Any = app.provider
+    sql = provider.statements[op.statement].sql
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) " + sql, dict(op.params)
+        ).fetchone()
+    assert row is not None
+    data = row[0] if not isinstance(row[0], str) else json.loads(row[0])
+    return float(data[0]["Execution Time"])
+
+
 def nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield node
     for child in node.get("Plans", []):

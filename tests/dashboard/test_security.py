@@ -310,3 +310,25 @@ def test_oversized_query_strings_are_refused(
 ) -> None:
     answer = dashboard().get("/jobs", params={"tag": "x" * 5000})
     assert answer.status_code == 414
+
+
+def test_a_crafted_notice_link_shows_nothing(
+    acta_app: Acta, populated: Ledger, dashboard: Callable[..., TestClient]
+) -> None:
+    client = dashboard(verbs=["jobs"])
+    page = client.get("/", params={"notice": "Session expired: log in at evil.example"})
+    assert "evil.example" not in page.text and 'data-testid="verb-message"' not in page.text
+    forged = client.get("/", params={"notice": "Session expired", "sig": "0" * 64})
+    assert "Session expired" not in forged.text
+
+
+def test_the_cookie_is_secure_behind_a_trusted_https_proxy(
+    acta_app: Acta, acta_host: object
+) -> None:
+    asgi = create_dashboard(acta_app, verbs=["jobs"], trusted_proxies=["127.0.0.1"])
+    proxied = local_client(asgi).get(
+        "/", headers={"X-Forwarded-Proto": "https", "X-Forwarded-For": "127.0.0.1"}
+    )
+    assert "secure" in proxied.headers["set-cookie"].lower()
+    direct = local_client(create_dashboard(acta_app, verbs=["jobs"])).get("/")
+    assert "secure" not in direct.headers["set-cookie"].lower()

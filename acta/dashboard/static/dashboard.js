@@ -46,6 +46,7 @@
     if (data.throughput) {
       setText("throughput-succeeded", data.throughput.succeeded);
       setText("throughput-failed", data.throughput.failed);
+      setText("throughput-cancelled", data.throughput.cancelled);
     }
     setText("as-of", data.now);
     var box = document.getElementById("overview");
