@@ -33,6 +33,7 @@ from acta.dashboard.verbs import run_verb
 from acta.errors import (
     ActaError,
     ConflictError,
+    DatabaseUnavailableError,
     InvalidJobRefError,
     JobNotFoundError,
     ValidationError,
@@ -47,14 +48,19 @@ PAGES = ("overview", "jobs", "workers", "alerts", "definitions", "schedules", "n
 
 
 def _status_of(exc: Exception) -> int:
-    """The HTTP status for an error the operator surface raised."""
+    """The HTTP status for an error acta raised: the caller's fault (400, 404, 409) only when
+    it is; an unreachable database is 503 and anything else 500, never "bad request"."""
     if isinstance(exc, ValidationError):
         return 400
     if isinstance(exc, LookupError):
         return 404
     if isinstance(exc, ConflictError):
         return 409
-    return 400
+    if isinstance(exc, DatabaseUnavailableError):
+        return 503
+    if isinstance(exc, ActaError):
+        return 500
+    return 400  # a ValueError from a verb's own argument parsing
 
 
 class Dashboard:

@@ -332,3 +332,11 @@ def test_the_cookie_is_secure_behind_a_trusted_https_proxy(
     assert "secure" in proxied.headers["set-cookie"].lower()
     direct = local_client(create_dashboard(acta_app, verbs=["jobs"])).get("/")
     assert "secure" not in direct.headers["set-cookie"].lower()
+
+
+def test_an_unreachable_database_is_a_503_not_the_callers_fault(tmp_path: object) -> None:
+    app = Acta("postgresql://postgres@127.0.0.1:1/nowhere", connect_timeout=1)
+    client = local_client(create_dashboard(app))
+    page = client.get("/")
+    assert page.status_code == 503 and "Traceback" not in page.text
+    assert client.get("/api/overview").status_code == 503
