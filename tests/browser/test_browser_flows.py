@@ -43,6 +43,7 @@ def test_jobs_list_to_job_to_timeline_to_restart(
     restarted = opened.locator(f'{EVENTS}[data-event="restarted"]')
     restarted.wait_for(state="attached", timeout=DOM_WAIT_MS)
     assert opened.locator(JOB_STATUS).inner_text().strip().lower() == "ready"
+    assert opened.get_by_test_id("verb-message").is_visible()  # the page says it was done
     opened.screenshot(path=str(shots / f"{site.provider}-job-restarted.png"), full_page=True)
 
     # The page showed what the ledger holds: the operator surface wrote the event.
