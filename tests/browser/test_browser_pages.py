@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import EVENTS, JOB_STATUS, Site, Watch, new_tab
+from browser_support import EVENTS, JOB_STATUS, Served, Site, Watch, new_tab
 
 # ACTA_DOCS_SCREENSHOTS=1 also refreshes the pictures in docs/guide/dashboard.md from the
 # SQLite run: the overview, and the page of the job that failed.
@@ -129,3 +129,17 @@ def test_the_guide_shows_the_screenshots_it_names() -> None:
     for name in DOCS_SHOTS.values():
         assert f"img/{name}" in guide
         assert (DOCS_IMG / name).stat().st_size > 10_000, name
+
+
+def test_the_request_record_tells_a_foreign_origin_from_the_dashboard() -> None:
+    served = Served("http://127.0.0.1:8765")
+    watch = Watch(
+        requests=[
+            "http://127.0.0.1:8765/static/dashboard.css",
+            "data:image/svg+xml,<svg/>",
+            "http://localhost:8765/",  # another host name is another origin
+            "http://127.0.0.1:8766/api/overview",  # and so is another port
+            "https://127.0.0.1:8765/",  # and another scheme
+        ]
+    )
+    assert watch.foreign(served) == watch.requests[2:]
