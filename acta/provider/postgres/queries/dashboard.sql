@@ -31,18 +31,19 @@ WHERE d.name NOT LIKE 'sys.%';
 -- finished jobs through their (namespace_id, updated_at) index, so the events table needs no
 -- index by time and every audit level counts the same. Grouped on ids first, like
 -- dash_job_groups, so system jobs are left out per group rather than per row.
-SELECT g.minute,
-       sum(CASE WHEN g.status = 100 THEN g.jobs ELSE 0 END) AS succeeded,
-       sum(CASE WHEN g.status = 101 THEN g.jobs ELSE 0 END) AS failed,
-       sum(CASE WHEN g.status = 102 THEN g.jobs ELSE 0 END) AS cancelled
+SELECT g.minute, sum(g.succeeded) AS succeeded, sum(g.failed) AS failed,
+       sum(g.cancelled) AS cancelled
 FROM (
     SELECT floor(extract(epoch FROM (r.updated_at - :since::timestamptz)) / 60)::int AS minute,
-           r.status, r.definition_id, count(*) AS jobs
+           r.definition_id,
+           sum(CASE WHEN r.status = 100 THEN 1 ELSE 0 END) AS succeeded,
+           sum(CASE WHEN r.status = 101 THEN 1 ELSE 0 END) AS failed,
+           sum(CASE WHEN r.status = 102 THEN 1 ELSE 0 END) AS cancelled
     FROM {schema}.runtime r
     WHERE r.namespace_id = (SELECT n.id FROM {schema}.namespaces n WHERE n.name = :namespace)
       AND r.status >= 100
       AND r.updated_at >= :since::timestamptz AND r.updated_at <= :now_at::timestamptz
-    GROUP BY 1, r.status, r.definition_id
+    GROUP BY 1, r.definition_id
 ) g
 JOIN {schema}.definitions d ON d.id = g.definition_id
 WHERE d.name NOT LIKE 'sys.%'
