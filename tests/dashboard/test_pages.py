@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 from starlette.testclient import TestClient
 
-from acta import Acta, JobStatus
+from acta import Acta, JobStatus, SyncJobContext
+from acta_testing import Host
 from tests.dashboard.conftest import EVIL, Ledger
 
 PAGES = ["/", "/jobs", "/workers", "/alerts", "/definitions", "/schedules", "/namespaces"]
@@ -154,3 +155,27 @@ def test_jobs_filter_by_created_time(
     assert [j["job_ref"] for j in found] == [populated.ready]
     before = dashboard().get("/api/jobs", params={"created_to": after}).json()["jobs"]
     assert populated.ready not in [j["job_ref"] for j in before]
+
+
+def test_job_page_shows_steps_progress_and_variables(
+    acta_app: Acta, acta_host: Host, dashboard: Callable[..., TestClient]
+) -> None:
+    @acta_app.job("import-feed")
+    def import_feed(url: str, ctx: SyncJobContext) -> int:
+        rows = ctx.step("download", lambda: 3)
+        ctx.set("cursor", {"page": "<b>2</b>"})
+        ctx.set_progress(2, 3, "<i>two of three</i>")
+        return int(rows)
+
+    ref = str(import_feed.enqueue("https://example.com/feed"))
+    acta_host.run_until_idle()
+    client = dashboard()
+    data = client.get(f"/api/jobs/{ref}").json()
+    assert [(s["step"], s["state"]) for s in data["steps"]] == [("download", "completed")]
+    assert [v["name"] for v in data["variables"]] == ["cursor"]
+    assert '"<b>2</b>"' in data["variables"][0]["value"]
+    assert data["progress"]["done"] == 2 and data["progress"]["total"] == 3
+    page = client.get(f"/jobs/{ref}").text
+    assert 'data-testid="step-row"' in page and 'data-testid="variable-row"' in page
+    assert "&lt;i&gt;two of three&lt;/i&gt;" in page and "<i>two" not in page
+    assert "&lt;b&gt;2&lt;/b&gt;" in page
