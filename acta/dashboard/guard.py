@@ -67,8 +67,12 @@ class Guard:
         self.config = config
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            # The dashboard has no websockets: nothing unguarded may reach the app.
+            await send({"type": "websocket.close", "code": 1008})
+            return
         if scope["type"] != "http":
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, send)  # lifespan
             return
 
         async def stamped(message: Message) -> None:

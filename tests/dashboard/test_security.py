@@ -340,3 +340,11 @@ def test_an_unreachable_database_is_a_503_not_the_callers_fault(tmp_path: object
     page = client.get("/")
     assert page.status_code == 503 and "Traceback" not in page.text
     assert client.get("/api/overview").status_code == 503
+
+
+def test_websockets_are_closed_at_the_gate(acta_app: Acta, acta_host: object) -> None:
+    from starlette.websockets import WebSocketDisconnect
+
+    client = local_client(create_dashboard(acta_app), client=("203.0.113.7", 4000))
+    with pytest.raises(WebSocketDisconnect), client.websocket_connect("/api/overview"):
+        pass
