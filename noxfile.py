@@ -15,7 +15,7 @@ nox.options.sessions = ["lint", "tests"]
 nox.options.reuse_existing_virtualenvs = True
 
 PYTHON = "3.11"
-TEST_EXTRAS = ".[test,postgres,sqlalchemy]"
+TEST_EXTRAS = ".[test,postgres,sqlalchemy,dashboard,browser]"
 
 
 @nox.session(python=PYTHON)

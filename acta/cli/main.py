@@ -39,7 +39,19 @@ from collections.abc import Sequence
 
 from acta import __version__
 from acta.app import Acta
-from acta.cli import alerts, demo, gates, jobs, outbox, repair, schedules, schema, serve, settings
+from acta.cli import (
+    alerts,
+    dashboard,
+    demo,
+    gates,
+    jobs,
+    outbox,
+    repair,
+    schedules,
+    schema,
+    serve,
+    settings,
+)
 from acta.cli import tenants as tenant_cli
 from acta.cli.command import (
     EXIT_FAILURE,
@@ -72,6 +84,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     outbox.register(commands)
     repair.register(commands)
     tenant_cli.register(commands)
+    dashboard.register(commands)
 
 
 def build_parser(prog: str = "acta") -> argparse.ArgumentParser:

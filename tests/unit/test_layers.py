@@ -78,7 +78,17 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     ("runtime", ("acta.runtime", "acta.runtime.")),
     ("application", ("acta.app", "acta")),
-    ("outside", ("acta.cli", "acta.cli.", "acta_testing", "acta_testing.")),
+    (
+        "outside",
+        (
+            "acta.cli",
+            "acta.cli.",
+            "acta_testing",
+            "acta_testing.",
+            "acta.dashboard",
+            "acta.dashboard.",
+        ),
+    ),
 ]
 
 

@@ -1,0 +1,158 @@
+"""The Jobs page's filters, read from a query string and checked before any SQL runs.
+
+A malformed filter is a ``ValidationError`` naming the parameter and the rule, which the page
+and the API answer with 400; an unknown parameter is refused the same way, so a typo never
+silently shows every job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from acta.errors import ValidationError
+from acta.model.codes import JobStatus
+from acta.names import validate_job_name
+
+PAGE_DEFAULT = 50
+PAGE_MAX = 200
+TEXT_MAX = 200
+ALLOWED = (
+    "status",
+    "job",
+    "tag",
+    "correlation_key",
+    "created_from",
+    "created_to",
+    "before",
+    "limit",
+    "include_system",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class JobFilter:
+    status: JobStatus | None = None
+    job: str | None = None
+    tag: str | None = None
+    correlation_key: str | None = None
+    created_from: datetime | None = None
+    created_to: datetime | None = None
+    before: int | None = None
+    limit: int = PAGE_DEFAULT
+    include_system: bool = False
+
+    def params(self) -> dict[str, Any]:
+        """The statement's parameters (one more row than the page: is there a next page?)."""
+        return {
+            "status": None if self.status is None else int(self.status),
+            "job_name": self.job,
+            "tag": self.tag,
+            "correlation_key": self.correlation_key,
+            "created_from": self.created_from,
+            "created_to": self.created_to,
+            "before_id": self.before,
+            "limit": self.limit + 1,
+            "include_system": 1 if self.include_system else 0,
+        }
+
+    def query(self, **changes: Any) -> dict[str, str]:
+        """This filter as query parameters (for links), with ``changes`` applied."""
+        values: dict[str, Any] = {
+            "status": None if self.status is None else self.status.label,
+            "job": self.job,
+            "tag": self.tag,
+            "correlation_key": self.correlation_key,
+            "created_from": None if self.created_from is None else self.created_from.isoformat(),
+            "created_to": None if self.created_to is None else self.created_to.isoformat(),
+            "before": self.before,
+            "limit": None if self.limit == PAGE_DEFAULT else self.limit,
+            "include_system": "1" if self.include_system else None,
+        }
+        values.update(changes)
+        return {k: str(v) for k, v in values.items() if v is not None and v != ""}
+
+
+def parse(query: Mapping[str, str], keys: list[str]) -> JobFilter:
+    """A checked filter from the query parameters (``keys``: every name sent, repeats too)."""
+    for key in keys:
+        if key not in ALLOWED:
+            raise ValidationError(key, "is not a filter", f"filters: {', '.join(ALLOWED)}")
+    if len(keys) != len(set(keys)):
+        repeated = sorted({k for k in keys if keys.count(k) > 1})
+        raise ValidationError(repeated[0], "is given more than once", "each filter at most once")
+
+    def text(name: str) -> str | None:
+        value = query.get(name, "").strip()
+        if not value:
+            return None
+        if len(value) > TEXT_MAX or not value.isprintable():
+            raise ValidationError(
+                name,
+                "is too long or holds control characters",
+                f"printable text of at most {TEXT_MAX} characters",
+            )
+        return value
+
+    return JobFilter(
+        status=_status(text("status")),
+        job=_job(text("job")),
+        tag=text("tag"),
+        correlation_key=text("correlation_key"),
+        created_from=_instant("created_from", text("created_from")),
+        created_to=_instant("created_to", text("created_to")),
+        before=_int("before", text("before"), 1, 2**63 - 1, None),
+        limit=_int("limit", text("limit"), 1, PAGE_MAX, PAGE_DEFAULT) or PAGE_DEFAULT,
+        include_system=_flag(text("include_system")),
+    )
+
+
+def _status(value: str | None) -> JobStatus | None:
+    if value is None:
+        return None
+    for member in JobStatus:
+        if member.label == value:
+            return member
+    raise ValidationError(
+        "status", f"got {value!r}", f"one of {', '.join(m.label for m in JobStatus)}"
+    )
+
+
+def _job(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        validate_job_name(value, allow_system=True)
+    except ValidationError as exc:
+        raise ValidationError("job", exc.problem, exc.rule) from None
+    return value
+
+
+def _instant(name: str, value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValidationError(
+            name, f"got {value!r}", "an ISO 8601 instant, e.g. 2026-01-31T12:00:00Z"
+        ) from None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+def _int(name: str, value: str | None, low: int, high: int, default: int | None) -> int | None:
+    if value is None:
+        return default
+    if not value.isdigit() or not low <= int(value) <= high:
+        raise ValidationError(name, f"got {value!r}", f"a whole number from {low} to {high}")
+    return int(value)
+
+
+def _flag(value: str | None) -> bool:
+    if value in (None, "0", "false"):
+        return False
+    if value in ("1", "true"):
+        return True
+    raise ValidationError("include_system", f"got {value!r}", "1 or 0")

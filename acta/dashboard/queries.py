@@ -1,0 +1,116 @@
+"""The dashboard's reads: verbs over the ``dash_*`` statements of each dialect's dashboard.sql.
+
+Every read is bounded (a LIMIT, a time window, or one group per definition) so a page costs the
+same on a ledger of any size; the overview's reads run in one transaction, so its numbers agree
+with each other. Rows come back as plain dicts; the pages and the JSON API shape them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from acta.provider.verb import Verb, fetch_all, fetch_one
+
+Row = dict[str, Any]
+WINDOW = timedelta(hours=1)
+"""The overview's look back: throughput, failures, recently stopped workers."""
+WORKERS_SHOWN = 100
+TAG_SEPARATOR = "\x1f"
+READY = 10
+
+
+@dataclass(frozen=True, slots=True)
+class OverviewRows:
+    """What the overview reads, at one instant of the database's clock (or the test clock)."""
+
+    now: datetime
+    since: datetime
+    counts: dict[int, int]
+    backlog: list[Row]
+    """One row per definition with ready jobs: job_name, jobs (ready), due, oldest_due_at."""
+    throughput: list[Row]
+    workers: list[Row]
+
+
+def database_now(now: datetime | None) -> Verb[datetime]:
+    """The instant the ledger judges by: the test clock's, or the database's."""
+    row = yield fetch_one("dash_now", {"now": now})
+    assert row is not None
+    value: datetime = row["now_at"]
+    return value
+
+
+def overview(namespace: str, now: datetime | None) -> Verb[OverviewRows]:
+    at = yield from database_now(now)
+    since = at - WINDOW
+    groups = yield fetch_all("dash_job_groups", {"namespace": namespace, "now_at": at})
+    throughput = yield fetch_all(
+        "dash_throughput", {"namespace": namespace, "since": since, "now_at": at}
+    )
+    workers = yield from _workers(namespace, since)
+    return OverviewRows(
+        now=at,
+        since=since,
+        counts=_counts(groups),
+        backlog=[g for g in groups if int(g["status"]) == READY],
+        throughput=throughput,
+        workers=workers,
+    )
+
+
+def _counts(groups: list[Row]) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for group in groups:
+        status = int(group["status"])
+        counts[status] = counts.get(status, 0) + int(group["jobs"])
+    return counts
+
+
+def workers(namespace: str, now: datetime | None) -> Verb[tuple[datetime, list[Row]]]:
+    at = yield from database_now(now)
+    rows = yield from _workers(namespace, at - WINDOW)
+    return at, rows
+
+
+def _workers(namespace: str, since: datetime) -> Verb[list[Row]]:
+    rows: list[Row] = yield fetch_all(
+        "dash_workers", {"namespace": namespace, "since": since, "limit": WORKERS_SHOWN}
+    )
+    return rows
+
+
+def jobs(namespace: str, params: dict[str, Any]) -> Verb[list[Row]]:
+    """One page of jobs; ``params`` come checked from ``acta.dashboard.filters``."""
+    rows: list[Row] = yield fetch_all("dash_jobs", {"namespace": namespace, **params})
+    for row in rows:
+        tags = row["tags"]
+        row["tags"] = sorted(tags.split(TAG_SEPARATOR)) if tags else []
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class JobExtras:
+    """The job page's facts beyond the reader's ``JobInfo``."""
+
+    view: Row | None
+    steps: list[Row]
+    variables: list[Row]
+
+
+def job_extras(job_id: int) -> Verb[JobExtras]:
+    view = yield fetch_one("dash_job_view", {"job_id": job_id})
+    steps = yield fetch_all("dash_job_steps", {"job_id": job_id})
+    variables = yield fetch_all("dash_job_variables", {"job_id": job_id})
+    return JobExtras(view=view, steps=steps, variables=variables)
+
+
+def definitions(namespace: str) -> Verb[list[Row]]:
+    rows: list[Row] = yield fetch_all("dash_definitions", {"namespace": namespace})
+    return rows
+
+
+def namespaces() -> Verb[list[Row]]:
+    rows: list[Row] = yield fetch_all("dash_namespaces", {})
+    return rows

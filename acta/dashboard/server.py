@@ -1,0 +1,311 @@
+"""``create_dashboard``: the dashboard as one ASGI application, mountable at any path.
+
+Routes: a page per subject (``/``, ``/jobs``, ``/jobs/{ref}``, ``/workers``, ``/alerts``,
+``/definitions``, ``/schedules``, ``/namespaces``), the same data as JSON under ``/api/...``,
+and one POST endpoint per verb (``/api/jobs/{ref}/restart``...). Everything passes the
+``Guard`` first (acta.dashboard.guard); verbs also pass the family switch and the CSRF checks
+(acta.dashboard.csrf). Reads and verbs run the application's synchronous calls in Starlette's
+thread pool, so the dashboard needs nothing from the host's event loop.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlencode
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from acta.dashboard import filters
+from acta.dashboard.config import VERB_FAMILIES, Authorize, DashboardConfig, build_config
+from acta.dashboard.csrf import FIELD, HEADER, Csrf, CsrfError
+from acta.dashboard.guard import MAX_BODY, Guard
+from acta.dashboard.source import Source
+from acta.dashboard.verbs import run_verb
+from acta.errors import (
+    ActaError,
+    ConflictError,
+    DatabaseUnavailableError,
+    InvalidJobRefError,
+    JobNotFoundError,
+    ValidationError,
+)
+
+if TYPE_CHECKING:
+    from acta.app import Acta
+
+Handler = Callable[[Request], Awaitable[Response]]
+FORM = "application/x-www-form-urlencoded"
+PAGES = ("overview", "jobs", "workers", "alerts", "definitions", "schedules", "namespaces")
+
+
+def _status_of(exc: Exception) -> int:
+    """The HTTP status for an error acta raised: the caller's fault (400, 404, 409) only when
+    it is; an unreachable database is 503 and anything else 500, never "bad request"."""
+    if isinstance(exc, ValidationError):
+        return 400
+    if isinstance(exc, LookupError):
+        return 404
+    if isinstance(exc, ConflictError):
+        return 409
+    if isinstance(exc, DatabaseUnavailableError):
+        return 503
+    if isinstance(exc, ActaError):
+        return 500
+    return 400  # a ValueError from a verb's own argument parsing
+
+
+class Dashboard:
+    """The routes, templates and state of one dashboard; ``asgi`` is what a host mounts."""
+
+    def __init__(self, app: Acta, config: DashboardConfig) -> None:
+        self.config = config
+        self.source = Source(app)
+        self.app = app
+        self.csrf = Csrf()
+        self.env = Environment(
+            loader=PackageLoader("acta.dashboard", "templates"),
+            autoescape=select_autoescape(default=True),
+        )
+        routes = [
+            Route("/", self._page("overview", lambda r: self.source.overview())),
+            Route("/jobs", self._page("jobs", self._jobs)),
+            Route("/jobs/{ref}", self._page("job", self._job)),
+            Route("/workers", self._page("workers", lambda r: self.source.workers())),
+            Route("/alerts", self._page("alerts", self._alerts)),
+            Route("/definitions", self._page("definitions", lambda r: self.source.definitions())),
+            Route("/schedules", self._page("schedules", lambda r: self.source.schedules())),
+            Route("/namespaces", self._page("namespaces", lambda r: self.source.namespaces())),
+            Route("/api/session", self._session),
+            Route("/api/overview", self._api(lambda r: self.source.overview())),
+            Route("/api/jobs", self._api(self._jobs)),
+            Route("/api/jobs/{ref}", self._api(self._job)),
+            Route("/api/workers", self._api(lambda r: self.source.workers())),
+            Route("/api/alerts", self._api(self._alerts)),
+            Route("/api/definitions", self._api(lambda r: self.source.definitions())),
+            Route("/api/schedules", self._api(lambda r: self.source.schedules())),
+            Route("/api/namespaces", self._api(lambda r: self.source.namespaces())),
+            Route("/api/schedules/{job}/{name}/{verb}", self._verb("schedules"), methods=["POST"]),
+            *(
+                Route(f"/api/{family}/{{target}}/{{verb}}", self._verb(family), methods=["POST"])
+                for family in ("jobs", "definitions", "alerts")
+            ),
+            Mount("/static", StaticFiles(packages=[("acta.dashboard", "static")]), name="static"),
+        ]
+        inner = Starlette(
+            routes=routes,
+            exception_handlers={HTTPException: self._http_error, Exception: self._crash},
+        )
+        self.asgi = Guard(inner, config)
+
+    # -- data for pages and the API -------------------------------------------------------
+
+    def _jobs(self, request: Request) -> dict[str, Any]:
+        chosen = filters.parse(request.query_params, list(request.query_params.keys()))
+        return self.source.jobs(chosen)
+
+    def _job(self, request: Request) -> dict[str, Any]:
+        ref = request.path_params["ref"]
+        try:
+            return self.source.job(ref)
+        except InvalidJobRefError:
+            # A malformed ref names no job either: the same 404 as an unknown one.
+            namespace = self.source.namespace
+            raise JobNotFoundError(f"no job {ref[:80]!r} in namespace {namespace!r}") from None
+
+    def _alerts(self, request: Request) -> dict[str, Any]:
+        value = request.query_params.get("include_resolved", "0")
+        if value not in ("0", "1"):
+            raise ValidationError("include_resolved", f"got {value!r:.40}", "1 or 0")
+        return self.source.alerts(value == "1")
+
+    # -- responses ------------------------------------------------------------------------
+
+    async def _session(self, request: Request) -> Response:
+        """The CSRF token for this browser session (and its cookie), for API clients that
+        send verbs; empty while every verb family is off."""
+        session, new = self.csrf.session(request)
+        token = self.csrf.token(session) if self.config.verbs else ""
+        response = JSONResponse({"csrf": token, "verbs": sorted(self.config.verbs)})
+        if new and self.config.verbs:
+            self.csrf.set_cookie(response, request, session)
+        return response
+
+    def _page(self, page: str, read: Callable[[Request], dict[str, Any]]) -> Handler:
+        async def endpoint(request: Request) -> Response:
+            try:
+                data = await run_in_threadpool(read, request)
+            except ActaError as exc:
+                return self._error_page(request, _status_of(exc), str(exc))
+            return self.render(request, page, data)
+
+        return endpoint
+
+    def _api(self, read: Callable[[Request], dict[str, Any]]) -> Handler:
+        async def endpoint(request: Request) -> Response:
+            try:
+                data = await run_in_threadpool(read, request)
+            except ActaError as exc:
+                return JSONResponse({"error": str(exc)}, status_code=_status_of(exc))
+            return JSONResponse(data)
+
+        return endpoint
+
+    def render(
+        self, request: Request, page: str, data: dict[str, Any], status: int = 200
+    ) -> Response:
+        base = request.scope.get("root_path") or ""
+        session, new = self.csrf.session(request)
+        context = {
+            "page": page,
+            "base": base,
+            "data": data,
+            "namespace": self.source.namespace,
+            "verbs": sorted(self.config.verbs),
+            "csrf": self.csrf.token(session) if self.config.verbs else "",
+            "refresh_ms": self.config.refresh_seconds * 1000,
+            "notice": self._notice(request),
+            "urlencode": urlencode,
+            "pages": PAGES,
+        }
+        html = self.env.get_template(f"{page}.html").render(context)
+        response = HTMLResponse(html, status_code=status)
+        if new and self.config.verbs:
+            self.csrf.set_cookie(response, request, session)
+        return response
+
+    def _error_page(
+        self, request: Request, status: int, message: str, *, verb: bool = False
+    ) -> Response:
+        """An error as JSON for the API (and for verbs sent as JSON), else as a page."""
+        api = request.url.path.startswith((request.scope.get("root_path") or "") + "/api/")
+        form = request.headers.get("content-type", "").startswith(FORM)
+        if api and not (verb and form):
+            return JSONResponse({"error": message}, status_code=status)
+        data = {"status": status, "message": message, "verb": verb}
+        return self.render(request, "error", data, status)
+
+    def _notice(self, request: Request) -> str | None:
+        """A verb's message carried back by the redirect, shown only with this dashboard's
+        signature: a crafted link cannot put words of its own on the page."""
+        text = request.query_params.get("notice")
+        sig = request.query_params.get("sig", "")
+        if text is None or not self.csrf.signed(text, sig):
+            return None
+        return text[:300]
+
+    def _refuse(self, request: Request, status: int, message: str) -> Response:
+        return self._error_page(request, status, message, verb=True)
+
+    async def _http_error(self, request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        message = {404: "There is no such page.", 405: "This address does not take that method."}
+        return self._error_page(
+            request, exc.status_code, message.get(exc.status_code, str(exc.detail))
+        )
+
+    async def _crash(self, request: Request, exc: Exception) -> Response:
+        # Never a stack trace to the browser: the host's logs have it.
+        return self._error_page(request, 500, "The dashboard failed to answer; see the logs.")
+
+    # -- verbs ----------------------------------------------------------------------------
+
+    def _verb(self, family: str) -> Handler:
+        async def endpoint(request: Request) -> Response:
+            params = request.path_params
+            verb = params["verb"]
+            target = (
+                f"{params['job']}/{params['name']}" if family == "schedules" else params["target"]
+            )
+            if verb not in VERB_FAMILIES[family]:
+                return self._refuse(request, 404, f"{family} have no verb {verb!r}.")
+            if not self.config.verb_enabled(family):
+                return self._refuse(
+                    request,
+                    403,
+                    (
+                        f"The {family} verbs are off. Enable them with "
+                        f"create_dashboard(..., verbs=[{family!r}])."
+                    ),
+                )
+            form = request.headers.get("content-type", "").startswith(FORM)
+            body = b""
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > MAX_BODY:
+                    return self._refuse(request, 413, f"The body is over {MAX_BODY} bytes.")
+            try:
+                raw = dict(parse_qsl(body.decode())) if form else json.loads(body or b"{}")
+            except ValueError:
+                return self._refuse(request, 400, "The body is neither a form nor JSON.")
+            if not isinstance(raw, dict):
+                return self._refuse(request, 400, "The JSON body must be an object.")
+            args: dict[str, str] = {str(k): str(v) for k, v in raw.items()}
+            try:
+                self.csrf.check(request, args.pop(FIELD, None) or request.headers.get(HEADER))
+            except CsrfError as exc:
+                return self._refuse(request, 403, f"Refused: {exc}.")
+            actor = request.state.acta_actor
+            try:
+                done = await run_in_threadpool(
+                    run_verb, self.app, family, verb, target, args, actor
+                )
+            except (ActaError, ValueError) as exc:
+                return self._refuse(request, _status_of(exc), f"Refused: {exc}")
+            if not form:
+                return JSONResponse({"ok": True, "message": done.message, **done.data})
+            back = _safe_next(request, args.get("next"))
+            sep = "&" if "?" in back else "?"
+            notice = {"notice": done.message, "sig": self.csrf.sign(done.message)}
+            return RedirectResponse(f"{back}{sep}{urlencode(notice)}", 303)
+
+        return endpoint
+
+
+def _safe_next(request: Request, given: str | None) -> str:
+    """Where a form verb sends the browser back: a path of this dashboard, nothing else."""
+    base = request.scope.get("root_path") or ""
+    if (
+        given
+        and given.startswith(base + "/")
+        and not given.startswith("//")
+        and "\\" not in given
+        and "://" not in given
+    ):
+        return given
+    return base + "/"
+
+
+def create_dashboard(
+    app: Acta,
+    *,
+    local_only: bool = True,
+    trusted_proxies: Iterable[str] = (),
+    authorize: Authorize | None = None,
+    verbs: Iterable[str] = (),
+    refresh_seconds: int = 5,
+) -> Guard:
+    """The dashboard of ``app`` as an ASGI application (mount it at any path).
+
+    Local-only and read-only by default. ``verbs`` enables families of mutating verbs
+    (``jobs``, ``definitions``, ``alerts``, ``schedules``). ``local_only=False`` needs
+    ``authorize``: a callable given the request that returns the actor's name, or None to
+    refuse; without one this raises ConfigurationError and nothing is served.
+    ``trusted_proxies``: addresses or networks whose forwarding headers are believed.
+    """
+    config = build_config(
+        local_only=local_only,
+        trusted_proxies=trusted_proxies,
+        authorize=authorize,
+        verbs=verbs,
+        refresh_seconds=refresh_seconds,
+    )
+    return Dashboard(app, config).asgi

@@ -1,0 +1,216 @@
+"""Where every page's data comes from: acta's reader and operator surface (``app.get``,
+``app.events``, ``app.ops``...) plus the dashboard's own bounded reads, shaped into JSON-ready
+dicts. A page and its ``/api/...`` endpoint render the same dict, so they always agree.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from acta.codec import codecs
+from acta.dashboard import queries
+from acta.dashboard.filters import JobFilter
+from acta.dashboard.overview import Data, alert_row, schedule_row, shape_overview, worker_rows
+from acta.errors import ActaError
+from acta.model.codes import JobStatus
+from acta.ops.explanation import fact
+
+if TYPE_CHECKING:
+    from acta.app import Acta
+
+SHOWN_CHARS = 20_000
+"""Inputs, results and variables are cut to this many characters on a page."""
+
+
+def shown(value: object) -> str:
+    """A stored value as indented JSON text for a page, cut to SHOWN_CHARS."""
+    try:
+        text = json.dumps(value, indent=2, ensure_ascii=False, default=repr, sort_keys=True)
+    except (TypeError, ValueError):
+        text = repr(value)
+    if len(text) > SHOWN_CHARS:
+        return text[:SHOWN_CHARS] + f"\n… ({len(text) - SHOWN_CHARS} more characters)"
+    return text
+
+
+def _decoded(code: int, body: bytes | None) -> str | None:
+    if body is None:
+        return None
+    try:
+        return shown(codecs.by_code(code).decode(bytes(body)))
+    except Exception as exc:  # a stored value we cannot read is shown as such, not a 500
+        return f"(cannot decode {len(body)} bytes with codec {code}: {exc})"
+
+
+class Source:
+    """The dashboard's reads for one application."""
+
+    def __init__(self, app: Acta) -> None:
+        self.app = app
+
+    @property
+    def namespace(self) -> str:
+        return self.app.namespace
+
+    def _run(self, make: Any) -> Any:
+        return self.app.ledger.run(make, name="dashboard")
+
+    def overview(self) -> Data:
+        ledger, ns = self.app.ledger, self.namespace
+        rows = self._run(lambda: queries.overview(ns, ledger.now()))
+        alerts = self.app.ops.alerts.list(limit=50)
+        schedules = self.app.ops.schedules.list()
+        return shape_overview(rows, alerts, schedules)
+
+    def jobs(self, chosen: JobFilter) -> Data:
+        params, ns = chosen.params(), self.namespace
+        rows = self._run(lambda: queries.jobs(ns, params))
+        more = len(rows) > chosen.limit
+        rows = rows[: chosen.limit]
+        return {
+            "jobs": [
+                {
+                    "job_ref": r["job_ref"],
+                    "job_name": r["job_name"],
+                    "status": JobStatus(r["status"]).label,
+                    "attempts": r["attempts"],
+                    "max_attempts": r["max_attempts"],
+                    "created_at": fact(r["created_at"]),
+                    "next_run_at": fact(r["next_run_at"]),
+                    "updated_at": fact(r["updated_at"]),
+                    "correlation_key": r["correlation_key"],
+                    "tags": r["tags"],
+                }
+                for r in rows
+            ],
+            "next_before": rows[-1]["job_id"] if more and rows else None,
+            "filter": chosen.query(),
+        }
+
+    def job(self, ref: str) -> Data:
+        """Raises the reader's errors for a bad or unknown ref (the caller answers 404)."""
+        info = self.app.get(ref)
+        events = self.app.events(ref)
+        extras = self._run(lambda: queries.job_extras(info.job_id))
+        try:
+            result = shown(self.app.result(ref))
+        except ActaError as exc:
+            result = f"(cannot read the result: {exc})"
+        explained = self.app.ops.explain(ref).to_data()
+        view = extras.view or {}
+        return {
+            "job_ref": info.job_ref,
+            "job_name": info.name,
+            "status": info.status.label,
+            "terminal": info.status.terminal,
+            "priority": info.priority,
+            "attempts": info.attempts,
+            "max_attempts": info.max_attempts,
+            "executions": info.executions,
+            "created_at": fact(info.created_at),
+            "next_run_at": fact(info.next_run_at),
+            "updated_at": fact(info.updated_at),
+            "finished_at": fact(view.get("finished_at")),
+            "lease_worker": view.get("lease_worker"),
+            "lease_expires_at": fact(info.lease_expires_at),
+            "cancel_requested": info.cancel_requested,
+            "correlation_key": info.correlation_key,
+            "dedup_key": info.dedup_key,
+            "tags": list(info.tags),
+            "lane": info.lane,
+            "concurrency_key": info.concurrency_key,
+            "parent_ref": info.parent_ref,
+            "root_ref": info.root_ref,
+            "last_error": view.get("last_error"),
+            "last_error_reason": view.get("last_error_reason"),
+            "waiting_for": view.get("waiting_for"),
+            "progress": None
+            if view.get("progress_done") is None
+            else {
+                "done": view["progress_done"],
+                "total": view["progress_total"],
+                "message": view["progress_message"],
+                "at": fact(view["progress_at"]),
+            },
+            "input": _decoded(info.input_codec, info.input),
+            "result": result,
+            "explain": explained,
+            "events": [
+                {
+                    "event_id": e.event_id,
+                    "at": fact(e.at),
+                    "event": e.code.label,
+                    "execution": e.execution,
+                    "outcome": None if e.outcome is None else e.outcome.label,
+                    "reason": None if e.reason is None else e.reason.label,
+                    "duration_ms": e.duration_ms,
+                    "message": e.message,
+                    "detail": e.detail,
+                    "worker": e.worker,
+                }
+                for e in events
+            ],
+            "steps": [
+                {
+                    **s,
+                    "started_at": fact(s["started_at"]),
+                    "completed_at": fact(s["completed_at"]),
+                    "at_most_once": bool(s["at_most_once"]),
+                }
+                for s in extras.steps
+            ],
+            "variables": [
+                {
+                    "name": v["name"],
+                    "value": _decoded(v["codec"], v["body"]),
+                    "updated_at": fact(v["updated_at"]),
+                }
+                for v in extras.variables
+            ],
+        }
+
+    def workers(self) -> Data:
+        ledger, ns = self.app.ledger, self.namespace
+        now, rows = self._run(lambda: queries.workers(ns, ledger.now()))
+        return {"now": fact(now), "workers": worker_rows(rows, now)}
+
+    def alerts(self, include_resolved: bool) -> Data:
+        found = self.app.ops.alerts.list(include_resolved=include_resolved, limit=200)
+        return {"alerts": [alert_row(a) for a in found], "include_resolved": include_resolved}
+
+    def definitions(self) -> Data:
+        ns = self.namespace
+        rows = self._run(lambda: queries.definitions(ns))
+        return {
+            "definitions": [
+                {
+                    **r,
+                    "paused": bool(r["paused"]),
+                    "retired": bool(r["retired"]),
+                    "updated_at": fact(r["updated_at"]),
+                    "overrides": None if r["overrides"] is None else json.loads(r["overrides"]),
+                    "system": str(r["job_name"]).startswith("sys."),
+                }
+                for r in rows
+            ]
+        }
+
+    def schedules(self) -> Data:
+        return {"schedules": [schedule_row(s) for s in self.app.ops.schedules.list()]}
+
+    def namespaces(self) -> Data:
+        rows = self._run(queries.namespaces)
+        return {
+            "current": self.namespace,
+            "namespaces": [
+                {
+                    "name": r["name"],
+                    "paused": bool(r["paused"]),
+                    "created_at": fact(r["created_at"]),
+                    "definitions": int(r["definitions"]),
+                    "workers": int(r["workers"]),
+                }
+                for r in rows
+            ],
+        }

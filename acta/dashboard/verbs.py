@@ -1,0 +1,147 @@
+"""The dashboard's mutating verbs, each a call on the application's operator surface
+(``app.ops``), so a verb from the dashboard writes the very events the CLI and the Python API
+write, with the actor the authorization callable named (or ``dashboard@local``).
+
+A verb's arguments arrive as text (a form or a JSON body) and are checked by the operator
+surface itself; what it refuses (``ValidationError``, ``ConflictError``, an unknown job...)
+comes back to the page as its message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from acta.errors import ValidationError
+from acta.ops.explanation import fact
+
+if TYPE_CHECKING:
+    from acta.app import Acta
+
+Args = Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """What a verb did, in words and as data."""
+
+    message: str
+    data: dict[str, Any]
+
+
+def _reason(args: Args, default: str) -> str:
+    text = str(args.get("reason") or "").strip()
+    return text or default
+
+
+def _by(reason: str, actor: str) -> str:
+    """For verbs whose operator surface records a reason but no actor: name the actor in it."""
+    return f"{reason} (by {actor})"
+
+
+def _instant(args: Args) -> datetime | None:
+    text = str(args.get("at") or "").strip()
+    if not text:
+        return None
+    try:
+        at = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValidationError(
+            "at", f"got {text!r:.80}", "an ISO 8601 instant, or empty for now"
+        ) from None
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at
+
+
+def _alert_id(target: str) -> int:
+    if not target.isdigit() or len(target) > 18:
+        raise ValidationError("alert", f"got {target!r:.80}", "an alert id (a positive number)")
+    return int(target)
+
+
+def _job_verb(app: Acta, verb: str, ref: str, args: Args, actor: str) -> Done:
+    repairs = app.ops.repairs
+    if verb == "restart":
+        info = repairs.restart(
+            ref, reason=_reason(args, "restarted from the dashboard"), actor=actor
+        )
+        return Done(
+            f"Job {info.job_ref} restarted: it is {info.status.label}.",
+            {"job_ref": info.job_ref, "status": info.status.label},
+        )
+    if verb == "reschedule":
+        info = repairs.reschedule(
+            ref,
+            at=_instant(args),
+            reason=_reason(args, "rescheduled from the dashboard"),
+            actor=actor,
+        )
+        return Done(
+            f"Job {info.job_ref} rescheduled to {fact(info.next_run_at)}.",
+            {
+                "job_ref": info.job_ref,
+                "status": info.status.label,
+                "next_run_at": fact(info.next_run_at),
+            },
+        )
+    status = app.cancel(ref, _by(_reason(args, "cancelled from the dashboard"), actor))
+    return Done(f"Job {ref}: {status.label}.", {"job_ref": ref, "status": status.label})
+
+
+def _definition_verb(app: Acta, verb: str, name: str, args: Args, actor: str) -> Done:
+    repairs = app.ops.repairs
+    if verb == "pause":
+        changed = repairs.pause_definition(
+            name, reason=_reason(args, "paused from the dashboard"), actor=actor
+        )
+        said = "paused" if changed else "was paused already"
+    else:
+        changed = repairs.resume_definition(
+            name, reason=_reason(args, "resumed from the dashboard"), actor=actor
+        )
+        said = "resumed" if changed else "was not paused"
+    return Done(f"Definition {name} {said}.", {"job_name": name, "changed": changed})
+
+
+def _alert_verb(app: Acta, verb: str, target: str, args: Args, actor: str) -> Done:
+    alert_id, alerts = _alert_id(target), app.ops.alerts
+    if verb == "acknowledge":
+        info = alerts.acknowledge(alert_id, by=actor, reason=_reason(args, "acknowledged"))
+        return Done(
+            f"Alert {alert_id} acknowledged.",
+            {"alert_id": alert_id, "acknowledged_by": info.acknowledged_by},
+        )
+    info = alerts.resolve(alert_id, by=actor, reason=_reason(args, "resolved"))
+    return Done(
+        f"Alert {alert_id} resolved.", {"alert_id": alert_id, "resolved_by": info.resolved_by}
+    )
+
+
+def _schedule_verb(app: Acta, verb: str, target: str, args: Args, actor: str) -> Done:
+    job, _, name = target.partition("/")
+    name = name or "default"
+    schedules = app.ops.schedules
+    reason = _by(_reason(args, f"{verb} from the dashboard"), actor)
+    if verb == "trigger":
+        schedules.trigger(job, name, reason=reason)
+        return Done(f"Schedule {job}/{name} triggered.", {"job_name": job, "schedule": name})
+    change = schedules.pause if verb == "pause" else schedules.resume
+    infos = change(job, name, reason=reason)
+    return Done(
+        f"Schedule {job}/{name}: {verb}d.",
+        {"job_name": job, "schedule": name, "paused": [i.paused for i in infos]},
+    )
+
+
+RUNNERS: dict[str, Callable[[Acta, str, str, Args, str], Done]] = {
+    "jobs": _job_verb,
+    "definitions": _definition_verb,
+    "alerts": _alert_verb,
+    "schedules": _schedule_verb,
+}
+
+
+def run_verb(app: Acta, family: str, verb: str, target: str, args: Args, actor: str) -> Done:
+    """Run one verb of an enabled family (the caller checked the family and CSRF)."""
+    return RUNNERS[family](app, verb, target, args, actor)
