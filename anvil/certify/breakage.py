@@ -1,0 +1,35 @@
+"""A deliberately broken worker, for the test that proves the certification's checks can fail.
+
+``break_fencing()`` (called by the lab app when ``ACTA_ANVIL_BREAK_FENCING=1``, never by acta)
+rewrites, in this process only, the SQL statements acta loads, before any provider is built:
+the fence predicates (``lease_epoch = :epoch`` and the lease-owner match) become always true,
+so a worker that lost its lease can still settle the job it was running. A zombie woken after
+recovery gave its job to another worker then writes over the new owner's run, which the
+certification's checks must report (``certify_fenced_writes``, ``certify_settled_twice``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import acta.provider.statements as statements
+
+# "AND r.lease_epoch = :epoch" and "AND lease_owner = :worker_id" in guards (WHERE ... AND),
+# and the PostgreSQL guard's "OR r.lease_owner = :owner::bigint"; a SET clause is left alone.
+_FENCE = re.compile(
+    r"(?P<lead>\b(?:WHERE|AND|OR)\s+)(?:\w+\.)?(?:lease_epoch|lease_owner)\s*=\s*:\w+(?:::\w+)?"
+)
+
+
+def _unfenced(text: str) -> str:
+    return _FENCE.sub(lambda m: f"{m.group('lead')}1 = 1", text)
+
+
+def break_fencing() -> None:
+    """Make every later-built provider of this process run its statements without fences."""
+    original = statements.parse_blocks
+
+    def parse_blocks(text: str, source: str) -> dict[str, str]:
+        return {name: _unfenced(body) for name, body in original(text, source).items()}
+
+    statements.parse_blocks = parse_blocks  # type: ignore[assignment]
