@@ -2,8 +2,9 @@
 
 ``break_fencing()`` (called by the lab app when ``ACTA_ANVIL_BREAK_FENCING=1``, never by acta)
 rewrites, in this process only, the SQL statements acta loads, before any provider is built:
-the fence predicates (``lease_epoch = :epoch`` and the lease-owner match) become always true,
-so a worker that lost its lease can still settle the job it was running. A zombie woken after
+the fence predicates (``lease_epoch = :epoch``, the lease-owner match, and the status half of
+the two guard reads) become always true, so a worker that lost its lease can still settle the
+job it was running, and write its steps, even after another worker finished it. A zombie woken after
 recovery gave its job to another worker then writes over the new owner's run, which the
 certification's checks must report (``certify_fenced_writes``, ``certify_settled_twice``).
 """
@@ -21,8 +22,16 @@ _FENCE = re.compile(
 )
 
 
-def _unfenced(text: str) -> str:
-    return _FENCE.sub(lambda m: f"{m.group('lead')}1 = 1", text)
+# The status half of the two guard reads (a handler's durable write, a settle): "AND r.status
+# = 21" and "AND r.status IN (... :expect ...)". Without it a zombie's write lands even on a
+# job that another worker already finished.
+_STATUS = re.compile(r"AND r\.status (?:= \d+|IN \(.*?:expect\b.*?\)\))", re.DOTALL)
+_GUARDS = ("lease_guard", "transition_guard")
+
+
+def _unfenced(name: str, text: str) -> str:
+    text = _FENCE.sub(lambda m: f"{m.group('lead')}1 = 1", text)
+    return _STATUS.sub("AND 1 = 1", text) if name in _GUARDS else text
 
 
 def break_fencing() -> None:
@@ -30,6 +39,6 @@ def break_fencing() -> None:
     original = statements.parse_blocks
 
     def parse_blocks(text: str, source: str) -> dict[str, str]:
-        return {name: _unfenced(body) for name, body in original(text, source).items()}
+        return {name: _unfenced(name, body) for name, body in original(text, source).items()}
 
-    statements.parse_blocks = parse_blocks  # type: ignore[assignment]
+    statements.parse_blocks = parse_blocks

@@ -46,7 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 10**6)
     tier = TIERS[args.tier].scaled(jobs=args.jobs, window=args.window)
     print(f"certify: {args.provider}, Tier {tier.name}, {tier.jobs} jobs, seed {seed}", flush=True)
-    record, path = certify(Options(args.provider, tier, seed, args.out, dsn=args.dsn, keep=args.keep))
+    record, path = certify(
+        Options(args.provider, tier, seed, args.out, dsn=args.dsn, keep=args.keep)
+    )
     summary = record["summary"]
     print(
         f"{'PASSED' if record['passed'] else 'FAILED'}: {summary}; "
@@ -54,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     for check in record["checks"]:
         if check["violations"]:
-            print(f"  {check['name']}: {check['violations']} violation(s), e.g. {check['rows'][:3]}")
+            print(
+                f"  {check['name']}: {check['violations']} violation(s), e.g. {check['rows'][:3]}"
+            )
     return 0 if record["passed"] else 1
 
 

@@ -42,8 +42,9 @@ EXECUTING = (
 )
 LOST_BY = (
     "SELECT count(*) FROM {schema}.events e JOIN {schema}.workers w ON w.id = e.worker_id "
-    "WHERE e.code = 30 AND w.pid = :pid"
+    "WHERE e.code = 30 AND w.pid = :pid AND e.id > :after"
 )
+NEWEST = "SELECT COALESCE(max(id), 0) FROM {schema}.events"
 
 
 @dataclass(frozen=True)
@@ -106,8 +107,9 @@ class Injector:
         self.pending = list(faults)
         self.rng = random.Random(f"victims-{seed}")
         self.log: list[FaultRecord] = []
-        self.zombie: tuple[Worker, float] | None = None
+        self.zombie: tuple[Worker, float, int] | None = None
         self.lock: tuple[threading.Thread, threading.Event] | None = None
+        self.retries: dict[str, int] = {}
 
     def tick(self, elapsed: float) -> None:
         """Fire the faults due by ``elapsed``; end a zombie's sleep or a lock hold when due."""
@@ -135,14 +137,28 @@ class Injector:
     def _note(self, elapsed: float, kind: str, target: str, detail: str) -> None:
         self.log.append(FaultRecord(round(elapsed, 2), kind, target, detail))
 
-    def _busy(self) -> list[Worker]:
+    def _executing(self) -> list[tuple[Any, ...]]:
         try:
-            pids = {pid for (pid,) in self.ledger.rows(EXECUTING)}
-        except Exception:  # the server is restarting: any live worker will do
-            pids = set()
-        live = self.fleet.live()
+            return self.ledger.rows(EXECUTING)
+        except Exception:  # the server is restarting: no answer now
+            return []
+
+    def _busy(self) -> list[Worker]:
+        pids = {pid for (pid,) in self._executing()}
+        live = [w for w in self.fleet.live() if w.registered()]
         busy = [w for w in live if w.pid in pids]
         return sorted(busy or live, key=lambda w: w.pid)
+
+    def _later(self, fault: str, elapsed: float) -> bool:
+        """Put ``fault`` back half a second later, up to 20 times: a zombie wants a worker
+        holding running jobs, and a moment later there is usually one."""
+        tries = self.retries.get(fault, 0)
+        if tries >= 20:
+            return False
+        self.retries[fault] = tries + 1
+        self.pending.insert(0, Fault(round(elapsed + 0.5, 2), fault))
+        self.pending.sort(key=lambda f: f.at)
+        return True
 
     def _kill(self, elapsed: float) -> None:
         candidates = self._busy()
@@ -156,22 +172,28 @@ class Injector:
 
     def _zombie(self, elapsed: float) -> None:
         candidates = self._busy()
+        busy = {pid for (pid,) in self._executing()}
+        idle = not any(w.pid in busy for w in candidates)
+        if self.zombie is None and idle and self._later("zombie", elapsed):
+            return
+        self.retries.pop("zombie", None)
         if self.zombie is not None or not candidates:
             self._note(elapsed, "zombie", "-", "skipped: a zombie is asleep or no live worker")
             return
         victim = self.rng.choice(candidates)
         self.fleet.stop(victim)
+        newest = self.ledger.value(NEWEST)
         spare = self.fleet.spawn()
-        self.zombie = (victim, elapsed)
+        self.zombie = (victim, elapsed, newest)
         self._note(
             elapsed, "zombie", victim.name, f"SIGSTOP pid {victim.pid}; {spare.name} started"
         )
 
     def _maybe_wake(self, elapsed: float) -> None:
         assert self.zombie is not None
-        victim, since = self.zombie
+        victim, since, newest = self.zombie
         try:
-            lost = self.ledger.value(LOST_BY, pid=victim.pid)
+            lost = self.ledger.value(LOST_BY, pid=victim.pid, after=newest)
         except Exception:
             lost = 0
         if lost:
@@ -181,7 +203,7 @@ class Injector:
 
     def _wake(self, elapsed: float, why: str) -> None:
         assert self.zombie is not None
-        victim, since = self.zombie
+        victim, since, _ = self.zombie
         self.zombie = None
         if victim.alive:
             self.fleet.resume(victim)

@@ -36,7 +36,10 @@ def build(dialect: str, database: str, schema: str, sink: Sink | None = None) ->
 
 
 def main() -> None:
-    logging.basicConfig(stream=sys.stdout, level=logging.INFO)
+    # Warnings and errors only, and the worker's own lifecycle lines (registered, stopped):
+    # the certifier reads every line, and a chatty child would slow a long run down.
+    logging.basicConfig(stream=sys.stdout, level=logging.WARNING)
+    logging.getLogger("acta.worker").setLevel(logging.INFO)
     dialect = os.environ["CERTIFY_DIALECT"]
     database = os.environ["ACTA_DATABASE"]
     schema = os.environ.get("ACTA_SCHEMA", "acta")

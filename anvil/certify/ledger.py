@@ -54,7 +54,8 @@ _TABLES = {
     ),
 }
 RUN_INSERT = (
-    "INSERT INTO {schema}.handler_runs (job_ref, execution, pid) VALUES (:job_ref, :execution, :pid)"
+    "INSERT INTO {schema}.handler_runs (job_ref, execution, pid) "
+    "VALUES (:job_ref, :execution, :pid)"
 )
 
 

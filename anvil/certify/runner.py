@@ -109,11 +109,6 @@ def _run(options: Options, ledger: Ledger, name: str, started_at: str) -> dict[s
         )
         for w in options.workloads
     }
-    t0 = clock.monotonic()
-    for workload in options.workloads:
-        workload.enqueue(contexts[workload.name])
-    enqueue_seconds = clock.monotonic() - t0
-
     planned = fault_plan.plan(
         seed,
         ledger.dialect,
@@ -128,10 +123,24 @@ def _run(options: Options, ledger: Ledger, name: str, started_at: str) -> dict[s
     injector = fault_plan.Injector(fleet, ledger, planned, seed)
     notes: list[str] = []
     drained = False
-    start = clock.monotonic()
     try:
+        # The fleet first: a worker takes seconds to start on a loaded machine, and the
+        # jobs fall due over the window from their enqueue on.
         for _ in range(tier.workers):
             fleet.spawn()
+        deadline = clock.monotonic() + 120
+        while not all(w.registered() for w in fleet.workers):
+            if clock.monotonic() > deadline or not all(w.alive for w in fleet.workers):
+                raise RuntimeError(f"the workers did not start:\n{fleet.tail()}")
+            fleet.pump(0.1)
+        t0 = clock.monotonic()
+        for workload in options.workloads:
+            workload.enqueue(contexts[workload.name])
+            fleet.pump(0)
+        # The fault schedule counts from the end of the enqueue: faults planned for its
+        # first seconds would otherwise all fire at once when it ends.
+        start = clock.monotonic()
+        enqueue_seconds = start - t0
         next_look = 0.0
         while True:
             elapsed = clock.monotonic() - start

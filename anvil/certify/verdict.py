@@ -15,9 +15,9 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from anvil.checks import CERTIFY, FOLDER, check_path, run_check
 from anvil.certify.ledger import Ledger
 from anvil.certify.workloads import Workload
+from anvil.checks import CERTIFY, FOLDER, check_path, run_check
 
 SHOWN = 20  # violating rows kept per check in a record
 LOST = ("certify_lost",)
@@ -89,7 +89,8 @@ def judge(ledger: Ledger, workloads: Sequence[Workload]) -> dict[str, Any]:
         )
     expected = ledger.value("SELECT count(*) FROM {schema}.expected WHERE outcome <> 0")
     mine = {
-        str(ref) for (ref,) in ledger.rows("SELECT job_ref FROM {schema}.expected WHERE outcome <> 0")
+        str(ref)
+        for (ref,) in ledger.rows("SELECT job_ref FROM {schema}.expected WHERE outcome <> 0")
     }
     bad = (flagged["lost"] | flagged["duplicated"] | flagged["unexpected"]) & mine
     summary = {

@@ -16,9 +16,9 @@ import uuid
 from typing import Any
 
 from acta.provider.statements import convert_params, replace_schema
+from anvil.certify.ledger import RUN_INSERT
 from anvil.checks import qualifier
 from anvil.checks import witness as witnesses
-from anvil.certify.ledger import RUN_INSERT
 
 
 class Sink:

@@ -31,5 +31,5 @@ def enqueue(ctx: Enqueueing) -> None:
 
 
 WORKLOAD = Workload(
-    "batch", f"enqueue_batch of {SIZE}; 1-20 ms of work; must succeed", 35, register, enqueue
+    "batch", f"enqueue_batch of {SIZE}; 1-20 ms of work; must succeed", 44, register, enqueue
 )

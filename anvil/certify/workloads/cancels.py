@@ -45,6 +45,10 @@ def during(ctx: Enqueueing, elapsed: float) -> None:
 
 
 WORKLOAD = Workload(
-    "cancels", "waits for its cancellation, sent while queued or running; must end cancelled",
-    3, register, enqueue, during,
+    "cancels",
+    "waits for its cancellation, sent while queued or running; must end cancelled",
+    3,
+    register,
+    enqueue,
+    during,
 )

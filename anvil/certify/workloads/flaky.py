@@ -32,6 +32,4 @@ def enqueue(ctx: Enqueueing) -> None:
         ctx.ledger.expect(WORKLOAD.name, ctx.app.enqueue_batch(part), JobStatus.SUCCEEDED)
 
 
-WORKLOAD = Workload(
-    "flaky", "fails its first 1-2 attempts, then succeeds", 10, register, enqueue
-)
+WORKLOAD = Workload("flaky", "fails its first 1-2 attempts, then succeeds", 10, register, enqueue)

@@ -26,6 +26,9 @@ def enqueue(ctx: Enqueueing) -> None:
 
 
 WORKLOAD = Workload(
-    "timeouts", "overruns a 300 ms timeout on both of its 2 attempts; must fail", 3,
-    register, enqueue,
+    "timeouts",
+    "overruns a 300 ms timeout on both of its 2 attempts; must fail",
+    3,
+    register,
+    enqueue,
 )
