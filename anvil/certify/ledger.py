@@ -128,10 +128,23 @@ def open_ledger(provider: str, work: Path, dsn: str | None = None) -> Ledger:
         ledger = Ledger(server, location, psycopg.connect(server, autocommit=True))
     else:
         raise ValueError(f"provider {provider!r} is not one of sqlite, postgres")
-    witnesses.create(ledger.conn, ledger.dialect, ledger.schema)
-    for ddl in _TABLES[ledger.dialect]:
-        ledger.conn.execute(ledger.location.prepare(ddl))
+    create_tables(ledger.conn, ledger.location)
     return ledger
+
+
+def create_tables(conn: Any, location: LedgerLocation) -> None:
+    """Make the witness, expected and handler-runs tables beside the ledger at ``location``
+    (``conn``: an autocommit connection of one's own to it)."""
+    witnesses.create(conn, location.dialect, location.schema)
+    for ddl in _TABLES[location.dialect]:
+        conn.execute(location.prepare(ddl))
+
+
+def drop_tables(conn: Any, location: LedgerLocation) -> None:
+    """Remove them again, so the ledger is left with acta's tables only."""
+    witnesses.drop(conn, location.dialect, location.schema)
+    for table in ("expected", "handler_runs"):
+        conn.execute(location.prepare(f"DROP TABLE IF EXISTS {{schema}}.{table}"))
 
 
 def reconnect(ledger: Ledger) -> None:
