@@ -110,3 +110,14 @@ def bench(session: nox.Session) -> None:
     pure-Python one that `acta[postgres]` alone brings is several times slower per statement."""
     session.install("-e", ".[postgres]", "psycopg[binary]")
     session.run("python", "-m", "anvil.bench", *session.posargs, env={"PYTHONPATH": os.getcwd()})
+
+
+@nox.session(python=PYTHON)
+def certify(session: nox.Session) -> None:
+    """The chaos certification (anvil/certify; docs/certification/README.md), for example
+    `nox -s certify -- --provider postgres --tier B --out docs/certification`. Tier A on both
+    providers also runs in `tests`, as chaos/test_certify.py."""
+    session.install("-e", TEST_EXTRAS)
+    session.run(
+        "python", "-m", "anvil", "certify", *session.posargs, env={"PYTHONPATH": os.getcwd()}
+    )

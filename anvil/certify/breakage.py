@@ -35,10 +35,23 @@ def _unfenced(name: str, text: str) -> str:
 
 
 def break_fencing() -> None:
-    """Make every later-built provider of this process run its statements without fences."""
+    """Make every later-built provider of this process run its statements without fences,
+    and its runs ignore the news that their lease was lost."""
     original = statements.parse_blocks
 
     def parse_blocks(text: str, source: str) -> dict[str, str]:
         return {name: _unfenced(name, body) for name, body in original(text, source).items()}
 
     statements.parse_blocks = parse_blocks
+
+    # The in-process half of the fence: a heartbeat that finds a lease gone stops the run, so
+    # it writes nothing more. The broken worker carries on and settles as if nothing happened.
+    from acta.runtime.run import Run, Stop
+
+    stop = Run.stop
+
+    def carry_on(self: Run, reason: Stop) -> None:
+        if reason is not Stop.LEASE_LOST:
+            stop(self, reason)
+
+    Run.stop = carry_on  # type: ignore[method-assign]

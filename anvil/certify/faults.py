@@ -7,7 +7,7 @@ fleet and the database, and logs each one as it happened (``FaultRecord``). The 
 - ``kill``: SIGKILL a worker that holds executing jobs (any live one if none does), and start
   a replacement at once;
 - ``zombie``: SIGSTOP a busy worker, start a replacement, and SIGCONT the frozen one only
-  after recovery took its leases (lease-lost events name it) or 20 s passed: when it wakes,
+  after recovery took its leases (lease-lost events name it) or 10 s passed: when it wakes,
   every write it tries must be fenced;
 - ``backends`` (PostgreSQL): ``pg_terminate_backend`` on one to three of this run's worker
   sessions (found by ``application_name``), cutting connections mid-transaction;
@@ -32,7 +32,7 @@ from anvil.certify.fleet import Fleet, Worker, clock
 from anvil.certify.ledger import Ledger, reconnect
 
 LOCK_SECONDS = 6.0  # past the workers' 5 s busy_timeout
-ZOMBIE_WAIT = 20.0
+ZOMBIE_WAIT = 10.0
 RESTART = ["pg_ctlcluster", "--skip-systemctl-redirect", "15", "main", "restart"]
 
 # Live worker processes executing jobs now.

@@ -66,6 +66,7 @@ class Ledger:
     database: str
     location: LedgerLocation
     conn: Any
+    owned: bool = True  # the run made this PostgreSQL schema (and drops it afterwards)
 
     @property
     def dialect(self) -> str:
@@ -101,9 +102,12 @@ class Ledger:
         self.conn.close()
 
 
-def open_ledger(provider: str, work: Path, dsn: str | None = None) -> Ledger:
+def open_ledger(
+    provider: str, work: Path, dsn: str | None = None, schema: str | None = None
+) -> Ledger:
     """A migrated, empty ledger with the witness and expected tables: a SQLite file under
-    ``work``, or a new schema on the PostgreSQL server at ``dsn``."""
+    ``work``, or on the PostgreSQL server at ``dsn`` a new schema, or ``schema`` when given
+    (one that exists, migrated and empty, such as a test session's)."""
     if provider == "sqlite":
         path = work / "ledger.sqlite3"
         path.unlink(missing_ok=True)
@@ -118,14 +122,16 @@ def open_ledger(provider: str, work: Path, dsn: str | None = None) -> Ledger:
         import psycopg
 
         server = dsn or DEFAULT_DSN
-        schema = f"certify_{uuid.uuid4().hex[:12]}"
-        app = Acta(server, schema=schema, apply_migrations=True)
-        app.migrate()
-        app.close()
+        owned = schema is None
+        if schema is None:
+            schema = f"certify_{uuid.uuid4().hex[:12]}"
+            app = Acta(server, schema=schema, apply_migrations=True)
+            app.migrate()
+            app.close()
         location = LedgerLocation(
             "postgres", schema, qualifier("postgres", schema), dsn=server, paramstyle="pyformat"
         )
-        ledger = Ledger(server, location, psycopg.connect(server, autocommit=True))
+        ledger = Ledger(server, location, psycopg.connect(server, autocommit=True), owned)
     else:
         raise ValueError(f"provider {provider!r} is not one of sqlite, postgres")
     create_tables(ledger.conn, ledger.location)
@@ -160,6 +166,11 @@ def reconnect(ledger: Ledger) -> None:
 
 
 def drop(ledger: Ledger) -> None:
-    """Remove a PostgreSQL run's schema (a SQLite file stays with the run's output)."""
-    if ledger.dialect == "postgres":
+    """Remove a PostgreSQL run's schema, or only the run's own tables from a schema it was
+    given (a SQLite file goes with the run's working folder)."""
+    if ledger.dialect != "postgres":
+        return
+    if ledger.owned:
         ledger.conn.execute(f'DROP SCHEMA IF EXISTS "{ledger.schema}" CASCADE')
+    else:
+        drop_tables(ledger.conn, ledger.location)

@@ -51,6 +51,7 @@ class Options:
     seed: int
     out: Path
     dsn: str | None = None
+    schema: str | None = None  # PostgreSQL: use this migrated, empty schema (else make one)
     keep: bool = False  # keep the ledger (PostgreSQL schema, SQLite file) for inspection
     break_fencing: bool = False  # the deliberately broken worker (tests of the checker)
     workloads: list[Workload] = field(default_factory=all_workloads)
@@ -75,7 +76,7 @@ def certify(options: Options) -> tuple[dict[str, Any], Path]:
     name = f"{stamp}-{options.provider}-tier{tier.name}-seed{options.seed}"
     work = options.out / name
     work.mkdir(parents=True, exist_ok=True)
-    ledger = open_ledger(options.provider, work, options.dsn)
+    ledger = open_ledger(options.provider, work, options.dsn, options.schema)
     try:
         record = _run(options, ledger, name, started_at.isoformat())
         path = write_record(record, options.out, name)
