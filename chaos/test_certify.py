@@ -1,6 +1,6 @@
 """The Tier A certification on every submission, and proof that its checks can fail.
 
-``test_tier_a_certifies`` runs ``anvil certify`` Tier A (anvil/certify/tiers.py: about 3,500
+``test_tier_a_certifies`` runs ``anvil certify`` Tier A (anvil/certify/tiers.py: about 2,000
 jobs of ten workloads, three worker processes, a SIGKILL every ~4 s, one SIGSTOP zombie, and
 terminated PostgreSQL sessions or a SQLite write lock held past busy_timeout) on each provider,
 then requires every check to hold. A failure names the record (kept under the test's temporary
@@ -26,7 +26,8 @@ from typing import Any
 
 import pytest
 
-from anvil.certify import TIERS, Options, certify
+from anvil.certify.runner import Options, certify
+from anvil.certify.tiers import TIERS
 from anvil.checks import describe
 
 pytestmark = pytest.mark.chaos
@@ -61,12 +62,13 @@ def test_tier_a_certifies(request: pytest.FixtureRequest, tmp_path: Path, provid
         f"\nnotes {record['notes']}\n{record['worker_output_tail']}"
     )
     summary = record["summary"]
-    assert summary["ok"] == summary["enqueued"] == record["stats"]["jobs"] > 3000
+    assert summary["ok"] == summary["enqueued"] == record["stats"]["jobs"] >= 1900
     assert record["timings"]["drained"]
     # The faults really happened and really bit: workers killed mid-run, leases taken back,
     # a zombie woken after recovery took its leases.
     kinds = [fault["kind"] for fault in record["faults"]]
-    assert kinds.count("kill") >= 5 and "zombie" in kinds and "wake" in kinds, record["faults"]
+    kills = [f for f in record["faults"] if f["detail"].startswith("SIGKILL")]
+    assert len(kills) >= 4 and "zombie" in kinds and "wake" in kinds, record["faults"]
     assert ("backends" if provider == "postgres" else "lock") in kinds, record["faults"]
     assert record["stats"]["leases_lost"] > 0
 

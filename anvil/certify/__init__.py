@@ -10,12 +10,7 @@ writes a record, JSON plus a markdown page (``record``; docs/certification/READM
 
     python -m anvil certify --provider sqlite --tier A --seed 7 --out docs/certification
 
-or from Python: ``certify(Options(provider, TIERS["A"], seed, out))``.
+or from Python: ``anvil.certify.runner.certify(Options(provider, TIERS["A"], seed, out))``
+(``TIERS`` from ``anvil.certify.tiers``). This package imports nothing itself, so that
+``python -m anvil.certify.labapp`` starts a worker without loading the certifier.
 """
-
-from __future__ import annotations
-
-from anvil.certify.runner import Options, certify
-from anvil.certify.tiers import TIERS, Tier
-
-__all__ = ["TIERS", "Options", "Tier", "certify"]

@@ -162,6 +162,11 @@ class Injector:
 
     def _kill(self, elapsed: float) -> None:
         candidates = self._busy()
+        # A kill while fewer than two workers are up would leave the fleet with none (a
+        # replacement takes seconds to start on a loaded machine): wait for one to come up.
+        if len(candidates) < 2 and self._later("kill", elapsed):
+            return
+        self.retries.pop("kill", None)
         if not candidates:
             self._note(elapsed, "kill", "-", "no live worker to kill")
             return

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import shutil
+import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,6 +125,7 @@ def _run(options: Options, ledger: Ledger, name: str, started_at: str) -> dict[s
     injector = fault_plan.Injector(fleet, ledger, planned, seed)
     notes: list[str] = []
     drained = False
+    done = threading.Event()
     try:
         # The fleet first: a worker takes seconds to start on a loaded machine, and the
         # jobs fall due over the window from their enqueue on.
@@ -142,15 +144,20 @@ def _run(options: Options, ledger: Ledger, name: str, started_at: str) -> dict[s
         # first seconds would otherwise all fire at once when it ends.
         start = clock.monotonic()
         enqueue_seconds = start - t0
+        # The producer's own calls during the run (cancels) go on in a thread of their own:
+        # one can wait many seconds on a locked SQLite file or a restarting server, and the
+        # fault schedule must not wait with it.
+        producer_thread = threading.Thread(
+            target=_produce,
+            args=(options.workloads, contexts, start, done, notes),
+            name="certify-producer",
+            daemon=True,
+        )
+        producer_thread.start()
         next_look = 0.0
         while True:
             elapsed = clock.monotonic() - start
             injector.tick(elapsed)
-            for workload in options.workloads:
-                try:
-                    workload.during(contexts[workload.name], elapsed)
-                except Exception as error:  # a cancel refused while the server restarts
-                    notes.append(f"{elapsed:.1f} s {workload.name}: {error!r}"[:300])
             _replace_exited(fleet, injector, elapsed)
             if elapsed >= next_look:
                 next_look = elapsed + 1.0
@@ -166,10 +173,13 @@ def _run(options: Options, ledger: Ledger, name: str, started_at: str) -> dict[s
                 break
             fleet.pump(0.05)
         run_seconds = clock.monotonic() - start
+        done.set()
+        producer_thread.join(timeout=120)
         unfired = injector.finish(clock.monotonic() - start)
         notes += fleet.shutdown(clock.monotonic() + 60)
         tail = fleet.tail()
     finally:
+        done.set()
         fleet.reap()
         producer.close()
     verdict = judge(ledger, options.workloads)
@@ -200,6 +210,24 @@ def _run(options: Options, ledger: Ledger, name: str, started_at: str) -> dict[s
         "server_version": server,
         **verdict,
     }
+
+
+def _produce(
+    workloads: list[Workload],
+    contexts: dict[str, Enqueueing],
+    start: float,
+    done: threading.Event,
+    notes: list[str],
+) -> None:
+    """The producer's side of the run: each workload's ``during``, every 0.1 s, until done."""
+    while not done.is_set():
+        elapsed = clock.monotonic() - start
+        for workload in workloads:
+            try:
+                workload.during(contexts[workload.name], elapsed)
+            except Exception as error:  # a cancel refused while the server restarts
+                notes.append(f"{elapsed:.1f} s {workload.name}: {error!r}"[:300])
+        done.wait(0.1)  # a pace, not a deadline: what is due is sent on the next pass
 
 
 def _replace_exited(fleet: Fleet, injector: fault_plan.Injector, elapsed: float) -> None:
