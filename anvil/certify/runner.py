@@ -13,6 +13,7 @@ import random
 import shutil
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,7 @@ class Options:
     keep: bool = False  # keep the ledger (PostgreSQL schema, SQLite file) for inspection
     break_fencing: bool = False  # the deliberately broken worker (tests of the checker)
     workloads: list[Workload] = field(default_factory=all_workloads)
+    progress: Callable[[str], None] | None = None  # told how the run goes, every 10 s
 
 
 def shares(workloads: list[Workload], total: int) -> dict[str, int]:
@@ -144,6 +146,8 @@ def _run(options: Options, ledger: Ledger, name: str, started_at: str) -> dict[s
         # first seconds would otherwise all fire at once when it ends.
         start = clock.monotonic()
         enqueue_seconds = start - t0
+        if options.progress is not None:
+            options.progress(f"enqueued {tier.jobs} jobs in {enqueue_seconds:.1f} s")
         # The producer's own calls during the run (cancels) go on in a thread of their own:
         # one can wait many seconds on a locked SQLite file or a restarting server, and the
         # fault schedule must not wait with it.
@@ -162,7 +166,13 @@ def _run(options: Options, ledger: Ledger, name: str, started_at: str) -> dict[s
             if elapsed >= next_look:
                 next_look = elapsed + 1.0
                 try:
-                    if elapsed > 1.0 and ledger.value(REMAINING) == 0:
+                    remaining = ledger.value(REMAINING)
+                    if options.progress is not None and int(elapsed) % 10 == 0:
+                        options.progress(
+                            f"{elapsed:.0f} s: {remaining} jobs not yet terminal, "
+                            f"{len(injector.log)} faults so far"
+                        )
+                    if elapsed > 1.0 and remaining == 0:
                         drained = all(not c.state.get("pending") for c in contexts.values())
                         if drained:
                             break
