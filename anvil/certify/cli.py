@@ -46,9 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 10**6)
     tier = TIERS[args.tier].scaled(jobs=args.jobs, window=args.window)
     print(f"certify: {args.provider}, Tier {tier.name}, {tier.jobs} jobs, seed {seed}", flush=True)
-    record, path = certify(
-        Options(args.provider, tier, seed, args.out, dsn=args.dsn, keep=args.keep)
-    )
+    options = Options(args.provider, tier, seed, args.out, dsn=args.dsn, keep=args.keep)
+    options.progress = lambda text: print(text, flush=True)
+    record, path = certify(options)
     summary = record["summary"]
     print(
         f"{'PASSED' if record['passed'] else 'FAILED'}: {summary}; "

@@ -7,8 +7,8 @@ fleet and the database, and logs each one as it happened (``FaultRecord``). The 
 - ``kill``: SIGKILL a worker that holds executing jobs (any live one if none does), and start
   a replacement at once;
 - ``zombie``: SIGSTOP a busy worker, start a replacement, and SIGCONT the frozen one only
-  after recovery took its leases (lease-lost events name it) or 10 s passed: when it wakes,
-  every write it tries must be fenced;
+  after recovery took its leases (lease-lost events name it) or 10 s (SQLite) or 20 s
+  (PostgreSQL) passed: when it wakes, every write it tries must be fenced;
 - ``backends`` (PostgreSQL): ``pg_terminate_backend`` on one to three of this run's worker
   sessions (found by ``application_name``), cutting connections mid-transaction;
 - ``restart`` (PostgreSQL, Tier B): restart the server once (``pg_ctlcluster ... restart``);
@@ -32,7 +32,9 @@ from anvil.certify.fleet import Fleet, Worker, clock
 from anvil.certify.ledger import Ledger, reconnect
 
 LOCK_SECONDS = 6.0  # past the workers' 5 s busy_timeout
-ZOMBIE_WAIT = 10.0
+# How long a zombie sleeps at most when no lease of it lapses: on SQLite a process frozen while
+# it holds the file's write lock stalls every writer (recovery too) until it wakes, so short.
+ZOMBIE_WAIT = {"sqlite": 10.0, "postgres": 20.0}
 RESTART = ["pg_ctlcluster", "--skip-systemctl-redirect", "15", "main", "restart"]
 
 # Live worker processes executing jobs now.
@@ -203,8 +205,9 @@ class Injector:
             lost = 0
         if lost:
             self._wake(elapsed, f"after recovery took {lost} of its leases")
-        elif elapsed - since >= ZOMBIE_WAIT:
-            self._wake(elapsed, f"after {ZOMBIE_WAIT:g} s (no lease of it lapsed)")
+        elif elapsed - since >= ZOMBIE_WAIT[self.ledger.dialect]:
+            wait = ZOMBIE_WAIT[self.ledger.dialect]
+            self._wake(elapsed, f"after {wait:g} s (no lease of it lapsed)")
 
     def _wake(self, elapsed: float, why: str) -> None:
         assert self.zombie is not None

@@ -61,14 +61,27 @@ class Options:
 
 
 def shares(workloads: list[Workload], total: int) -> dict[str, int]:
-    """Each workload's number of jobs: ``total`` split by weight (largest remainder)."""
-    weight = sum(w.weight for w in workloads)
-    exact = {w.name: total * w.weight / weight for w in workloads}
-    counts = {name: int(value) for name, value in exact.items()}
-    rest = sorted(exact, key=lambda n: exact[n] - counts[n], reverse=True)
-    for name in rest[: total - sum(counts.values())]:
-        counts[name] += 1
-    return counts
+    """Each workload's number of jobs: ``total`` split by weight (largest remainder), no
+    workload over its ``most``; what the capped ones leave is split among the others."""
+    counts: dict[str, int] = {}
+    left, open_ = total, list(workloads)
+    while open_:
+        weight = sum(w.weight for w in open_)
+        capped = [w for w in open_ if w.most is not None and left * w.weight / weight > w.most]
+        if not capped:
+            break
+        for w in capped:
+            counts[w.name] = w.most or 0
+            left -= counts[w.name]
+            open_.remove(w)
+    weight = sum(w.weight for w in open_) or 1
+    exact = {w.name: left * w.weight / weight for w in open_}
+    floor = {name: int(value) for name, value in exact.items()}
+    rest = sorted(exact, key=lambda n: exact[n] - floor[n], reverse=True)
+    for name in rest[: left - sum(floor.values())]:
+        floor[name] += 1
+    counts.update(floor)
+    return {w.name: counts[w.name] for w in workloads}
 
 
 def certify(options: Options) -> tuple[dict[str, Any], Path]:

@@ -13,7 +13,8 @@ Adding a kind of job to the certification is adding one module here and naming i
 - ``checks``: the names of the invariant checks (``anvil.checks``) it adds to the
   certification's common ones, and ``params`` for them.
 
-A workload's share of the jobs is ``weight`` over the sum of the weights of the run.
+A workload's share of the jobs is ``weight`` over the sum of the weights of the run, up to its
+``most`` when it has one (what a capped workload leaves goes to the others).
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ class Workload:
     during: Callable[[Enqueueing, float], None] = _nothing
     checks: Sequence[str] = ()
     params: dict[str, Any] = field(default_factory=dict)
+    most: int | None = None  # at most this many jobs (one-by-one enqueues are slow)
 
 
 def all_workloads() -> list[Workload]:

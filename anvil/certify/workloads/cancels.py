@@ -51,4 +51,5 @@ WORKLOAD = Workload(
     register,
     enqueue,
     during,
+    most=600,
 )

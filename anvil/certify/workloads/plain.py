@@ -28,5 +28,10 @@ def enqueue(ctx: Enqueueing) -> None:
 
 
 WORKLOAD = Workload(
-    "plain", "one enqueue each; 1-30 ms of work; must succeed", 6, register, enqueue
+    "plain",
+    "one enqueue each; 1-30 ms of work; must succeed",
+    6,
+    register,
+    enqueue,
+    most=300,
 )

@@ -63,4 +63,5 @@ WORKLOAD = Workload(
     7,
     register,
     enqueue,
+    most=400,
 )
