@@ -74,7 +74,7 @@ def test_tier_a_certifies(request: pytest.FixtureRequest, tmp_path: Path, provid
 
 
 def test_broken_fencing_is_caught(request: pytest.FixtureRequest, tmp_path: Path) -> None:
-    tier = TIERS["A"].scaled(jobs=400, window=12.0)
+    tier = TIERS["A"].scaled(jobs=200, window=8.0)
     tier = type(tier)(**{**tier.as_dict(), "zombies": 2})
     options = _options(request, tmp_path, "sqlite", tier=tier, break_fencing=True)
     record, path = certify(options)

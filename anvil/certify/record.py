@@ -20,7 +20,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _commit() -> str:
+def commit() -> str:
+    """The checked-out commit, marked when tracked files differ from it."""
     try:
         done = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
@@ -62,7 +63,7 @@ def _machine() -> dict[str, Any]:
 def write_record(record: dict[str, Any], out: Path, name: str) -> Path:
     """Complete ``record``, write ``out/<name>.json`` and ``out/<name>.md``; the JSON path."""
     record["versions"] = _versions(record)
-    record["commit"] = _commit()
+    record.setdefault("commit", commit())
     record["machine"] = _machine()
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{name}.json"

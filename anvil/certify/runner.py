@@ -22,7 +22,7 @@ from anvil.certify import faults as fault_plan
 from anvil.certify.fleet import Fleet, clock
 from anvil.certify.labapp import BREAK_FENCING, build
 from anvil.certify.ledger import Ledger, drop, open_ledger
-from anvil.certify.record import write_record
+from anvil.certify.record import commit, write_record
 from anvil.certify.tiers import Tier
 from anvil.certify.verdict import judge
 from anvil.certify.workloads import Enqueueing, Workload, all_workloads
@@ -89,18 +89,28 @@ def certify(options: Options) -> tuple[dict[str, Any], Path]:
     tier = options.tier
     started_at = clock.now()
     stamp = started_at.strftime("%Y%m%dT%H%M%SZ")
+    code = commit()  # what runs is what is checked out now, not at the end
     name = f"{stamp}-{options.provider}-tier{tier.name}-seed{options.seed}"
     work = options.out / name
     work.mkdir(parents=True, exist_ok=True)
     ledger = open_ledger(options.provider, work, options.dsn, options.schema)
     try:
         record = _run(options, ledger, name, started_at.isoformat())
+        record["commit"] = code
+        # A failed run keeps its ledger, so the offending rows can be read in full.
+        keep = options.keep or (not record["passed"] and ledger.owned)
+        if keep:
+            where = ledger.schema if ledger.dialect == "postgres" else str(work)
+            record["notes"].append(f"the ledger was kept for inspection: {where}")
         path = write_record(record, options.out, name)
+    except BaseException:
+        keep = options.keep
+        raise
     finally:
-        if not options.keep:
+        if not keep:
             drop(ledger)
         ledger.close()
-        if not options.keep:
+        if not keep:
             shutil.rmtree(work, ignore_errors=True)
     return record, path
 

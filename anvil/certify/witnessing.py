@@ -1,10 +1,11 @@
 """How a handler in the lab app leaves its witness rows, each committed at once.
 
-Each executor thread keeps one connection of its own to the ledger's database (not acta's),
-in autocommit mode, so a row is durable before the handler goes on: if the process is killed
-a moment later, the run is still counted. ``run`` records a handler run (job ref,
-``ctx.execution``) in ``handler_runs``; ``record`` a durable step body's run in the witness
-table (job ref, step name, ``ctx.execution``).
+The process keeps one connection of its own to the ledger's database (not acta's), in
+autocommit mode, shared by its executor threads under a lock (the rows are tiny, and one
+connection per thread would take dozens of server sessions for a fleet), so a row is durable
+before the handler goes on: if the process is killed a moment later, the run is still counted.
+``run`` records a handler run (job ref, ``ctx.execution``) in ``handler_runs``; ``record`` a
+durable step body's run in the witness table (job ref, step name, ``ctx.execution``).
 """
 
 from __future__ import annotations
@@ -32,19 +33,20 @@ class Sink:
         self.run_insert, _ = convert_params(
             replace_schema(RUN_INSERT, qualifier(dialect, schema)), style
         )
-        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._conn: Any = None
 
     def _connection(self) -> Any:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
+        if self._conn is None:
             if self.dialect == "postgres":
                 import psycopg
 
-                conn = psycopg.connect(self.database, autocommit=True)
+                self._conn = psycopg.connect(self.database, autocommit=True)
             else:
-                conn = sqlite3.connect(self.database, isolation_level=None, timeout=60)
-            self._local.conn = conn
-        return conn
+                self._conn = sqlite3.connect(
+                    self.database, isolation_level=None, timeout=60, check_same_thread=False
+                )
+        return self._conn
 
     def run(self, ctx: Any) -> None:
         """Record that this handler run (``ctx``: its job context) has begun."""
@@ -66,13 +68,14 @@ class Sink:
         return token
 
     def _write(self, sql: str, row: dict[str, Any]) -> None:
-        try:
-            self._connection().execute(sql, row)
-        except Exception:
-            # A cut connection (a terminated backend, a server restart): open a fresh one and
-            # write again once; a second failure fails the handler run, which is retried.
-            self._local.conn = None
-            self._connection().execute(sql, row)
+        with self._lock:
+            try:
+                self._connection().execute(sql, row)
+            except Exception:
+                # A cut connection (a terminated backend, a server restart): open a fresh one
+                # and write again once; a second failure fails the handler run (retried).
+                self._conn = None
+                self._connection().execute(sql, row)
 
 
 class NullSink(Sink):

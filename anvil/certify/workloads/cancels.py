@@ -15,8 +15,9 @@ def register(app: Acta, sink: Sink) -> None:
     def waits(n: int, ctx: SyncJobContext) -> str:
         sink.run(ctx)
         # Wait for the cancellation; one that never comes ends the run in success, which the
-        # outcome check reports (the job was expected cancelled).
-        ctx.cancellation.wait(30)
+        # outcome check reports (the job was expected cancelled). Long: the producer sends
+        # cancels from one thread, and a server restart can hold it up for a while.
+        ctx.cancellation.wait(120)
         ctx.cancellation.raise_if_cancelled()
         return "never cancelled"
 
