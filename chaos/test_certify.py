@@ -1,6 +1,6 @@
 """The Tier A certification on every submission, and proof that its checks can fail.
 
-``test_tier_a_certifies`` runs ``anvil certify`` Tier A (anvil/certify/tiers.py: about 2,000
+``test_tier_a_certifies`` runs ``anvil certify`` Tier A (anvil/certify/tiers.py: about 1,500
 jobs of ten workloads, three worker processes, a SIGKILL every ~4 s, one SIGSTOP zombie, and
 terminated PostgreSQL sessions or a SQLite write lock held past busy_timeout) on each provider,
 then requires every check to hold. A failure names the record (kept under the test's temporary
@@ -62,7 +62,7 @@ def test_tier_a_certifies(request: pytest.FixtureRequest, tmp_path: Path, provid
         f"\nnotes {record['notes']}\n{record['worker_output_tail']}"
     )
     summary = record["summary"]
-    assert summary["ok"] == summary["enqueued"] == record["stats"]["jobs"] >= 1900
+    assert summary["ok"] == summary["enqueued"] == record["stats"]["jobs"] >= 1400
     assert record["timings"]["drained"]
     # The faults really happened and really bit: workers killed mid-run, leases taken back,
     # a zombie woken after recovery took its leases.

@@ -1,7 +1,8 @@
 """How big a certification run is: Tier A (every submission, in CI) and Tier B (a release).
 
-Sizes are for a loaded two-core machine: Tier A takes about two minutes per provider, Tier B
-about a quarter of an hour on PostgreSQL. ``window`` is the time over which the jobs fall due
+Sizes are for a loaded two-core machine: Tier A takes about two minutes per provider (up to
+five when other suites load the machine). Tier B's 50,000 jobs take far longer than a
+quarter of an hour there; its recorded runs are scaled down (``--jobs``, ``--window``). ``window`` is the time over which the jobs fall due
 (and over which faults are planned); the run then drains whatever is left.
 """
 
@@ -39,17 +40,19 @@ class Tier:
 TIERS = {
     "A": Tier(
         name="A",
-        jobs=2000,
+        jobs=1500,
         workers=3,
         executors=4,
         heartbeat=0.5,
-        window=35.0,
+        window=30.0,
         kill_every=4.0,
         zombies=1,
         restarts=0,
         backends_every=9.0,
         locks=1,
-        drain=120.0,
+        # Generous: on a machine loaded by other suites the fleet may settle only ten jobs a
+        # second; a run that has not drained fails, so the bound is for a hang, not for speed.
+        drain=240.0,
     ),
     "B": Tier(
         name="B",

@@ -20,7 +20,7 @@ from anvil.certify.workloads import Workload
 from anvil.checks import CERTIFY, FOLDER, check_path, run_check
 
 SHOWN = 20  # violating rows kept per check in a record
-LOST = ("certify_lost",)
+LOST = ("certify_lost", "certify_stuck")
 DUPLICATED = (
     "certify_settled_twice",
     "certify_extra_runs",
