@@ -2,8 +2,9 @@
 
 Sizes are for a loaded two-core machine: Tier A takes about two minutes per provider (up to
 five when other suites load the machine). Tier B's 50,000 jobs take far longer than a
-quarter of an hour there; its recorded runs are scaled down (``--jobs``, ``--window``). ``window`` is the time over which the jobs fall due
-(and over which faults are planned); the run then drains whatever is left.
+quarter of an hour there; its recorded runs are scaled down (``--jobs``, ``--window``).
+``window`` is the time over which the jobs fall due (and over which faults are planned); the
+run then drains whatever is left.
 """
 
 from __future__ import annotations
