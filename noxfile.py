@@ -120,3 +120,14 @@ def bench_peers(session: nox.Session) -> None:
     session.run(
         "python", "-m", "anvil.bench_peers", *session.posargs, env={"PYTHONPATH": os.getcwd()}
     )
+
+
+@nox.session(python=PYTHON)
+def certify(session: nox.Session) -> None:
+    """The chaos certification (anvil/certify; docs/certification/README.md), for example
+    `nox -s certify -- --provider postgres --tier B --out docs/certification`. Tier A on both
+    providers also runs in `tests`, as chaos/test_certify.py."""
+    session.install("-e", TEST_EXTRAS)
+    session.run(
+        "python", "-m", "anvil", "certify", *session.posargs, env={"PYTHONPATH": os.getcwd()}
+    )

@@ -30,6 +30,20 @@ reads the witness table, where each run of a scheduled handler leaves a row unde
 - ``schedule_witness_once``: a firing's handler ran once in the run that recorded it, and in
   other runs of the firing only where a lost lease or an unfinished run explains it.
 
+Nine judge a certification run (``CERTIFY``, anvil/certify): they read the expected table
+the run keeps beside the ledger (``{schema}.expected``: each job it enqueued and the status it
+must end in) and the witness table, as well as acta's tables:
+
+- ``certify_lost``, ``certify_outcome``, ``certify_unexpected``: I1/I2, every acknowledged
+  enqueue has its row and ended as expected; no job nobody enqueued, none rolled back;
+- ``certify_settled_twice``: no run closed twice, no job ended twice;
+- ``certify_extra_runs``: every extra run is explained by a lost lease or a retry, and every
+  witnessed handler run is a recorded one;
+- ``certify_fenced_writes``: I4, no event under an older lease epoch after a newer one;
+- ``certify_attempts``: attempts and executions agree with the events;
+- ``certify_stuck``: I2, nothing leased or waiting after the drain;
+- ``certify_history``: I3, each timeline is complete and in order.
+
 A check lives in ``<dialect>/<name>.sql`` where the dialects need different SQL, else in
 ``common/<name>.sql`` (portable SQL, one text for all). Files are written like acta's own: the
 token ``{schema}.`` stands for the ledger's qualifier and ``:name`` for a parameter, both
@@ -55,6 +69,17 @@ FOLDER = Path(__file__).parent
 CHECKS = ("lanes_overlap", "lanes_order", "concurrency_limit", "rate_envelope")
 WITNESSED = ("durable_steps_once", "durable_amo_once")
 SCHEDULES = ("schedule_fired_once", "schedule_no_gap", "schedule_witness_once")
+CERTIFY = (
+    "certify_lost",
+    "certify_outcome",
+    "certify_unexpected",
+    "certify_settled_twice",
+    "certify_extra_runs",
+    "certify_fenced_writes",
+    "certify_attempts",
+    "certify_stuck",
+    "certify_history",
+)
 DIALECTS = ("postgres", "sqlite")
 Row = dict[str, Any]
 
@@ -75,8 +100,8 @@ class Connection(Protocol):
 
 def check_path(name: str, dialect: str) -> Path:
     """The file that holds check ``name`` for ``dialect`` (the dialect's own, else common)."""
-    if name not in CHECKS + WITNESSED + SCHEDULES:
-        known = ", ".join(CHECKS + WITNESSED + SCHEDULES)
+    if name not in CHECKS + WITNESSED + SCHEDULES + CERTIFY:
+        known = ", ".join(CHECKS + WITNESSED + SCHEDULES + CERTIFY)
         raise ValueError(f"no check named {name!r}; the checks are {known}")
     if dialect not in DIALECTS:
         raise ValueError(f"no checks for dialect {dialect!r}; they exist for {DIALECTS}")
@@ -160,6 +185,7 @@ def _rows(cursor: _Cursor) -> list[Row]:
 
 
 __all__ = [
+    "CERTIFY",
     "CHECKS",
     "DIALECTS",
     "SCHEDULES",
