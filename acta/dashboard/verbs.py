@@ -36,11 +36,6 @@ def _reason(args: Args, default: str) -> str:
     return text or default
 
 
-def _by(reason: str, actor: str) -> str:
-    """For verbs whose operator surface records a reason but no actor: name the actor in it."""
-    return f"{reason} (by {actor})"
-
-
 def _instant(args: Args) -> datetime | None:
     text = str(args.get("at") or "").strip()
     if not text:
@@ -85,7 +80,7 @@ def _job_verb(app: Acta, verb: str, ref: str, args: Args, actor: str) -> Done:
                 "next_run_at": fact(info.next_run_at),
             },
         )
-    status = app.cancel(ref, _by(_reason(args, "cancelled from the dashboard"), actor))
+    status = app.cancel(ref, _reason(args, "cancelled from the dashboard"), actor=actor)
     return Done(f"Job {ref}: {status.label}.", {"job_ref": ref, "status": status.label})
 
 
@@ -122,12 +117,12 @@ def _schedule_verb(app: Acta, verb: str, target: str, args: Args, actor: str) ->
     job, _, name = target.partition("/")
     name = name or "default"
     schedules = app.ops.schedules
-    reason = _by(_reason(args, f"{verb} from the dashboard"), actor)
+    reason = _reason(args, f"{verb} from the dashboard")
     if verb == "trigger":
-        schedules.trigger(job, name, reason=reason)
+        schedules.trigger(job, name, reason=reason, actor=actor)
         return Done(f"Schedule {job}/{name} triggered.", {"job_name": job, "schedule": name})
     change = schedules.pause if verb == "pause" else schedules.resume
-    infos = change(job, name, reason=reason)
+    infos = change(job, name, reason=reason, actor=actor)
     return Done(
         f"Schedule {job}/{name}: {verb}d.",
         {"job_name": job, "schedule": name, "paused": [i.paused for i in infos]},

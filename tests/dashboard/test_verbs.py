@@ -49,7 +49,7 @@ def test_job_verbs_cancel_reschedule_restart(
         "status": "cancelled",
     }
     [event] = [e for e in acta_app.events(populated.ready) if e.code is EventCode.CANCELLED]
-    assert "(by dashboard@local)" in (event.message or "") + (event.detail or "")
+    assert event.actor == "dashboard@local"
     restarted = client.post(f"/api/jobs/{populated.ready}/restart", json={"reason": "retry"})
     assert restarted.json()["status"] == "ready"
     refused = client.post(f"/api/jobs/{populated.ready}/restart", json={})
