@@ -19,8 +19,11 @@ def _options(ledger: Ledger, table: str) -> dict[str, str]:
 
 
 def test_hot_tables_are_tuned_for_churn(ledger: Ledger) -> None:
+    # The migration is applied (numbered on both dialects, so versions never diverge).
+    name = ledger.value("SELECT name FROM {schema}.migrations WHERE version = 13")
+    assert name == "claim_storage"
     if ledger.dialect != "postgres":
-        pytest.skip("storage parameters are PostgreSQL's; SQLite updates rows in place")
+        return  # SQLite has no storage parameters to set: its migration 13 is empty on purpose
     runtime = _options(ledger, "runtime")
     assert runtime["fillfactor"] == "80"
     assert float(runtime["autovacuum_vacuum_scale_factor"]) == pytest.approx(0.02)

@@ -79,7 +79,7 @@ def test_explain_prints_the_verdict_why_and_next_step(
     assert fields["verdict"] == "failed"
     assert "after 2 of 2 attempt(s): its last allowed attempt failed" in fields["why"]
     assert "Last error: attempt 2 of 2 failed: ConnectionError: crm is down" in fields["why"]
-    assert f"acta jobs show {refs['failed']}" in fields["next"]
+    assert f"acta jobs restart {refs['failed']}" in fields["next"]
     assert fields["reason"] == "attempts-exhausted"
     assert fields["attempts"] == "2"
 
