@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = [f"# Depth benchmark, {env['date']}", "", f"Command: `{env['command']}`", "",
              f"Commit {env['acta']['commit'][:12]}, "
              f"{args.processes} process x {args.executors} executors, profile {args.profile}, "
-             f"drain {args.drain:,} jobs", "| storage | backlog | median jobs/s | min–max | "
+             f"drain {args.drain:,} jobs", "", "| storage | backlog | median jobs/s | min–max | "
              "vs smallest backlog |", "|---|---|---|---|---|"]  # fmt: skip
     for v in variants:
         base = medians[f"{v}/{backlogs[0]}"]
