@@ -204,9 +204,10 @@ def main(argv: list[str] | None = None) -> int:
     doc = {"environment": env, "args": vars(args) | {"out": str(args.out)}, "runs": runs,
            "rounds": rounds, "medians": medians}  # fmt: skip
     name = f"{env['date']}-depth" + (f"-{args.label}" if args.label else "")
-    lines = [f"depth, commit {env['acta']['commit'][:12]}, "
+    lines = [f"# Depth benchmark, {env['date']}", "", f"Command: `{env['command']}`", "",
+             f"Commit {env['acta']['commit'][:12]}, "
              f"{args.processes} process x {args.executors} executors, profile {args.profile}, "
-             f"drain {args.drain:,} jobs", "| storage | backlog | median jobs/s | min–max | "
+             f"drain {args.drain:,} jobs", "", "| storage | backlog | median jobs/s | min–max | "
              "vs smallest backlog |", "|---|---|---|---|---|"]  # fmt: skip
     for v in variants:
         base = medians[f"{v}/{backlogs[0]}"]
