@@ -1,0 +1,176 @@
+"""The non-interactive lab: enqueue N, kill a worker every K seconds, wait for the drain, record.
+
+``run(lab, plan)`` starts ``plan.workers`` worker processes, enqueues ``plan.jobs`` jobs in
+batches while they already drain, and every ``plan.kill_every`` seconds SIGKILLs a random
+worker and starts a replacement, so the fleet keeps its size and every kill leaves leases for
+recovery to take back. Once no lab job is unfinished it waits for recovery to declare every
+killed worker dead (``worker-died``), stops the fleet gracefully and judges the run from the
+ledger alone:
+
+- ``lost``: lab jobs that did not succeed (the count of jobs not in ``succeeded``), plus any
+  job the producer wrote that is missing from the ledger;
+- ``stuck_leased``: runtime rows still holding a lease after every worker stopped;
+- ``recoveries``: ``lease-lost`` events (jobs taken back from a dead worker), and
+  ``workers_declared_dead``: ``worker-died`` events, which should match the kills.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from acta.clock import SystemClock
+from acta.model.codes import EventCode, JobStatus
+from anvil.lab.control import Lab
+from anvil.lab.observe import Snapshot
+
+clock = SystemClock()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One non-interactive run."""
+
+    jobs: int
+    workers: int = 3
+    kill_every: float = 10.0  # seconds between kills; 0 for none
+    timeout: float = 3600.0  # give up on the drain after this long
+    refresh: float = 2.0  # seconds between progress lines
+    seed: int | None = None
+
+
+class DrainError(RuntimeError):
+    """The drain did not finish in time, or the fleet could not be kept running."""
+
+
+def run(lab: Lab, plan: Plan, say: Callable[[str], None] = print) -> dict[str, Any]:
+    """Carry out ``plan`` on ``lab`` and return the record (see the module docstring)."""
+    rng = random.Random(plan.seed)
+    lab.start_workers(plan.workers)
+    started = clock.monotonic()
+    lab.enqueue(plan.jobs)
+    next_kill = started + plan.kill_every if plan.kill_every > 0 else float("inf")
+    next_line = started
+    enqueued_at: float | None = None
+    snap: Snapshot | None = None
+    while True:
+        now = clock.monotonic()
+        if enqueued_at is None and lab.enqueue_done():
+            lab.wait_enqueued()
+            enqueued_at = now
+            say(f"enqueued {plan.jobs:,} jobs in {enqueued_at - started:.1f} s")
+        if now >= next_line:
+            snap = lab.snapshot()
+            say(_line(lab, snap, now - started))
+            next_line = now + plan.refresh
+            if enqueued_at is not None and snap.backlog == 0 and snap.jobs >= plan.jobs:
+                break
+        if now >= next_kill and (enqueued_at is None or (snap is not None and snap.backlog > 0)):
+            victim = lab.fleet.kill(rng=rng)
+            if victim is not None:
+                say(
+                    f"killed worker process {victim.number} (pid {victim.pid}); "
+                    "starting a replacement"
+                )
+                lab.start_workers(1)
+            next_kill = now + plan.kill_every
+        if now - started > plan.timeout:
+            raise DrainError(f"not drained after {plan.timeout:g} s: {snap}")
+        _wait(lab, min(next_line, next_kill) - clock.monotonic())
+    drained = clock.monotonic() - started
+    seen = _await_deaths(lab, lab.fleet.kills, timeout=lab.options.heartbeat * 20 + 10)
+    lab.fleet.stop()
+    enqueue_s = (enqueued_at - started) if enqueued_at is not None else drained
+    return _record(lab, plan, drained, enqueue_s, seen)
+
+
+def _wait(lab: Lab, seconds: float) -> None:
+    """Let time pass by waiting on a worker process (returns early if it exits), not sleeping."""
+    live = lab.fleet.live()
+    if seconds <= 0 or not live:
+        return
+    try:
+        live[0].process.wait(timeout=seconds)
+    except Exception:  # TimeoutExpired: the usual case
+        return
+
+
+def _line(lab: Lab, snap: Snapshot, elapsed: float) -> str:
+    p = lab.progress
+    alive = sum(1 for w in snap.workers if w.status == "active")
+    return (
+        f"{elapsed:7.1f}s enqueued {p.written:>9,}/{p.asked:,}  backlog {snap.backlog:>9,}  "
+        f"done {snap.succeeded:>9,}  {snap.jobs_per_s:>7,.0f} jobs/s  "
+        f"executing {snap.executing:>4}  "
+        f"workers {alive}  kills {lab.fleet.kills} (dead in ledger {snap.workers_died})  "
+        f"recovered {snap.leases_lost}"
+    )
+
+
+def _await_deaths(lab: Lab, kills: int, timeout: float) -> int:
+    """Wait (bounded) until the ledger has declared as many workers dead as the lab killed;
+    returns how many it has. Recovery does this after seven silent heartbeats."""
+    deadline = clock.monotonic() + timeout
+    while True:
+        died = _count_events(lab, EventCode.WORKER_DIED)
+        if died >= kills or clock.monotonic() > deadline:
+            return died
+        _wait(lab, lab.options.heartbeat)
+
+
+def _count_events(lab: Lab, code: EventCode) -> int:
+    return int(lab.observer.sql("SELECT count(*) FROM {events} WHERE code = ?", (int(code),))[0][0])
+
+
+def checks(lab: Lab, jobs: int) -> dict[str, int]:
+    """The ledger's verdict on the lab jobs, after the fleet stopped."""
+    ids = lab.observer.ids()
+    definition = ids[1] if ids else -1
+    [(total, succeeded, executions)] = lab.observer.sql(
+        "SELECT count(*), coalesce(sum(CASE WHEN status = ? THEN 1 ELSE 0 END), 0), "
+        "coalesce(sum(executions), 0) FROM {runtime} WHERE definition_id = ?",
+        (int(JobStatus.SUCCEEDED), definition),
+    )
+    [(again,)] = lab.observer.sql(
+        "SELECT count(*) FROM {runtime} WHERE definition_id = ? AND executions > 1", (definition,)
+    )
+    [(leased,)] = lab.observer.sql(
+        "SELECT count(*) FROM {runtime} WHERE lease_owner IS NOT NULL OR status IN (?, ?)",
+        (int(JobStatus.DISPATCHED), int(JobStatus.EXECUTING)),
+    )
+    return {
+        "jobs_in_ledger": int(total),
+        "succeeded": int(succeeded),
+        "lost": int(jobs - succeeded),
+        "stuck_leased": int(leased),
+        "executions": int(executions),
+        "jobs_run_more_than_once": int(again),
+    }
+
+
+def _record(lab: Lab, plan: Plan, drained: float, enqueued: float, seen: int) -> dict[str, Any]:
+    verdict = checks(lab, plan.jobs)
+    recoveries = _count_events(lab, EventCode.LEASE_LOST)
+    record: dict[str, Any] = {
+        "provider": lab.options.provider,
+        "plan": asdict(plan),
+        "executors_per_worker": lab.options.executors,
+        "heartbeat_s": lab.options.heartbeat,
+        "jobs": plan.jobs,
+        "duration_s": round(drained, 1),
+        "enqueue_s": round(enqueued, 1),
+        "rate_jobs_per_s": round(plan.jobs / drained, 1) if drained > 0 else 0.0,
+        "kills": lab.fleet.kills,
+        "workers_declared_dead": seen,
+        "recoveries": recoveries,
+        **verdict,
+    }
+    record["ok"] = (
+        verdict["lost"] == 0
+        and verdict["jobs_in_ledger"] == plan.jobs
+        and verdict["stuck_leased"] == 0
+        and seen >= lab.fleet.kills
+    )
+    return record
