@@ -11,7 +11,10 @@ import sys
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["lab"]:
+        from anvil.lab.cli import interruptible
         from anvil.lab.cli import main as lab
+
+        interruptible()
 
         try:
             return lab(argv[1:])

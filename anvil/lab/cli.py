@@ -41,7 +41,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _interruptible() -> None:
+def interruptible() -> None:
     """SIGTERM ends the lab through its cleanups (workers stopped, ledger dropped)."""
 
     def stop(signum: int, frame: object) -> None:
@@ -60,7 +60,6 @@ def main(argv: list[str] | None = None) -> int:
             psycopg.connect(args.dsn, connect_timeout=5).close()
         except psycopg.Error as exc:
             raise SystemExit(f"cannot reach PostgreSQL at {args.dsn!r}: {exc}") from exc
-    _interruptible()
     options = Options(
         provider=args.provider,
         dsn=args.dsn,

@@ -114,7 +114,7 @@ class Lab:
         workers = [self.fleet.spawn() for _ in range(count)]
         self.fleet.wait_registered(workers, self.registered, 60)
         for w in workers:
-            self._note(f"started worker process {w.number} (pid {w.pid})")
+            self.note(f"started worker process {w.number} (pid {w.pid})")
         return workers
 
     def add_worker(self) -> Worker:
@@ -124,7 +124,7 @@ class Lab:
         """SIGKILL one worker (``pid``, or a random live one)."""
         victim = self.fleet.kill(pid)
         if victim is not None:
-            self._note(f"SIGKILL sent to worker process {victim.number} (pid {victim.pid})")
+            self.note(f"SIGKILL sent to worker process {victim.number} (pid {victim.pid})")
         return victim
 
     def stop(self) -> None:
@@ -133,9 +133,16 @@ class Lab:
         if self._enqueuer is not None:
             self._enqueuer.join()
         self.fleet.stop()
-        self._note("all workers stopped")
+        self.note("all workers stopped")
 
-    def _note(self, text: str) -> None:
+    def stopped(self) -> bool:
+        return self._stopping.is_set()
+
+    def wait_stopped(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for ``stop``; whether it came."""
+        return self._stopping.wait(timeout)
+
+    def note(self, text: str) -> None:
         with self._lock:
             self.actions.append(f"{clock.now():%H:%M:%S} {text}")
             del self.actions[:-50]

@@ -67,7 +67,7 @@ def run(lab: Lab, plan: Plan, say: Callable[[str], None] = print) -> dict[str, A
             next_line = now + plan.refresh
             if enqueued_at is not None and snap.backlog == 0 and snap.jobs >= plan.jobs:
                 break
-        if now >= next_kill and (enqueued_at is None or (snap is not None and snap.backlog > 0)):
+        if now >= next_kill and (enqueued_at is None or _unfinished(lab)):
             victim = lab.fleet.kill(rng=rng)
             if victim is not None:
                 say(
@@ -118,6 +118,18 @@ def _await_deaths(lab: Lab, kills: int, timeout: float) -> int:
         if died >= kills or clock.monotonic() > deadline:
             return died
         _wait(lab, lab.options.heartbeat)
+
+
+def _unfinished(lab: Lab) -> bool:
+    """Whether some lab job is not finished yet (a kill after the drain would prove nothing)."""
+    ids = lab.observer.ids()
+    if ids is None:
+        return True
+    found = lab.observer.sql(
+        "SELECT 1 FROM {runtime} WHERE definition_id = ? AND status < ? LIMIT 1",
+        (ids[1], int(JobStatus.SUCCEEDED)),
+    )
+    return bool(found)
 
 
 def _count_events(lab: Lab, code: EventCode) -> int:

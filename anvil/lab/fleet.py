@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -66,6 +67,7 @@ class Fleet:
         self._lock = threading.Lock()
         self._workers: list[Worker] = []
         self._count = 0
+        self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lab-fleet")
         self.kills = 0  # SIGKILLs sent by the lab (the ledger's own count is worker-died)
 
     def live(self) -> list[Worker]:
@@ -84,7 +86,10 @@ class Fleet:
             number = self._count
             log = self._logs / f"worker-{number}.log"
             out = log.open("wb")
-            process = subprocess.Popen(
+            # Started from the fleet's own long-lived thread: the kernel's parent-death signal
+            # follows the thread that forked, and a page request's thread ends with the request.
+            process = self._spawner.submit(
+                subprocess.Popen,
                 [sys.executable, "-u", "-m", "anvil.lab.app"],
                 cwd=REPO,
                 env={**os.environ, **self._env, "PYTHONPATH": pythonpath},
@@ -92,7 +97,7 @@ class Fleet:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 preexec_fn=_die_with_parent if sys.platform == "linux" else None,
-            )
+            ).result()
             worker = Worker(number, process, log, out)
             self._workers.append(worker)
         return worker

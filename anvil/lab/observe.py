@@ -99,7 +99,9 @@ class Observer:
                 if self.postgres:
                     self._conn = psycopg.connect(self.dsn, autocommit=True)
                 else:
-                    self._conn = sqlite3.connect(self.database, isolation_level=None, timeout=30)
+                    self._conn = sqlite3.connect(
+                        self.database, isolation_level=None, timeout=30, check_same_thread=False
+                    )
             if self.postgres:
                 query = query.replace("?", "%s")
             return list(self._conn.execute(query, params).fetchall())
