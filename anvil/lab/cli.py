@@ -34,6 +34,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--until-drained", action="store_true", help="non-interactive: drain and exit")
     p.add_argument("--record", type=Path, help="with --until-drained: write the record here")
     p.add_argument("--timeout", type=float, default=3600, help="give up on the drain after (s)")
+    p.add_argument("--refresh", type=float, default=2.0, help="seconds between progress lines")
     p.add_argument("--seed", type=int, help="seed of the choice of workers to kill")
     p.add_argument("--port", type=int, help="also serve the page on 127.0.0.1:PORT (0: any)")
     p.add_argument("--no-terminal", action="store_true", help="page only, no terminal view")
@@ -83,6 +84,7 @@ def _drain(lab: Lab, args: argparse.Namespace, argv: list[str]) -> int:
         workers=args.workers,
         kill_every=args.kill_every,
         timeout=args.timeout,
+        refresh=args.refresh,
         seed=args.seed,
     )
     print(f"lab ledger: {args.provider} schema {lab.schema}; worker logs in {lab.workdir}")

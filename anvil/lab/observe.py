@@ -200,6 +200,11 @@ class Observer:
             self._feed.append(f"recovery took back {n} job(s) from worker {wid} (pid {pid})")
         del self._feed[:-FEED_KEEP]
 
+    def deaths(self) -> int:
+        """``worker-died`` events so far (read incrementally, like the feed)."""
+        self._read_feed()
+        return self._died
+
     def snapshot(self) -> Snapshot:
         now = clock.now()
         snap = Snapshot(at=now.isoformat(timespec="seconds"))

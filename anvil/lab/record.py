@@ -29,6 +29,8 @@ def markdown(doc: dict[str, Any]) -> str:
     m = env["machine"]
     pg = env.get("postgres") or {}
     verdict = "none lost, nothing stuck leased" if rec["ok"] else "FAILED (see the checks)"
+    if not rec.get("drained", True):
+        verdict = "NOT drained before the timeout (unfinished jobs count as not succeeded)"
     rows = [
         ("jobs", f"{rec['jobs']:,}"),
         ("worker processes (kept at)", str(rec["plan"]["workers"])),
