@@ -110,3 +110,11 @@ def bench(session: nox.Session) -> None:
     pure-Python one that `acta[postgres]` alone brings is several times slower per statement."""
     session.install("-e", ".[postgres]", "psycopg[binary]")
     session.run("python", "-m", "anvil.bench", *session.posargs, env={"PYTHONPATH": os.getcwd()})
+
+
+@nox.session(python=PYTHON)
+def lab(session: nox.Session) -> None:
+    """The Anvil lab (anvil/lab/): `nox -s lab -- --provider sqlite --port 8765`, or a
+    non-interactive drain with `-- --jobs 1000000 --kill-every 10 --until-drained --record F`."""
+    session.install("-e", ".[postgres]", "psycopg[binary]")
+    session.run("python", "-m", "anvil", "lab", *session.posargs, env={"PYTHONPATH": os.getcwd()})

@@ -31,6 +31,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--work-ms", type=int, default=0, help="how long each job takes (0)")
     p.add_argument("--jobs", type=int, default=0, help="jobs to enqueue at the start")
     p.add_argument("--kill-every", type=float, default=0, help="seconds between kills (0: none)")
+    p.add_argument("--max-kills", type=int, default=0, help="kill at most this many (0: no cap)")
     p.add_argument("--until-drained", action="store_true", help="non-interactive: drain and exit")
     p.add_argument("--record", type=Path, help="with --until-drained: write the record here")
     p.add_argument("--timeout", type=float, default=3600, help="give up on the drain after (s)")
@@ -83,10 +84,12 @@ def _drain(lab: Lab, args: argparse.Namespace, argv: list[str]) -> int:
         jobs=args.jobs,
         workers=args.workers,
         kill_every=args.kill_every,
+        max_kills=args.max_kills,
         timeout=args.timeout,
         refresh=args.refresh,
         seed=args.seed,
     )
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # a log file too
     print(f"lab ledger: {args.provider} schema {lab.schema}; worker logs in {lab.workdir}")
     rec = drain.run(lab, plan)
     print(

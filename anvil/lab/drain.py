@@ -36,6 +36,7 @@ class Plan:
     jobs: int
     workers: int = 3
     kill_every: float = 10.0  # seconds between kills; 0 for none
+    max_kills: int = 0  # stop killing after this many; 0 for no limit
     timeout: float = 3600.0  # give up on the drain after this long
     refresh: float = 2.0  # seconds between progress lines
     seed: int | None = None
@@ -64,7 +65,8 @@ def run(lab: Lab, plan: Plan, say: Callable[[str], None] = print) -> dict[str, A
             next_line = now + plan.refresh
             if enqueued_at is not None and snap.backlog == 0 and snap.jobs >= plan.jobs:
                 break
-        if now >= next_kill and (enqueued_at is None or _unfinished(lab)):
+        limited = plan.max_kills > 0 and lab.fleet.kills >= plan.max_kills
+        if now >= next_kill and not limited and (enqueued_at is None or _unfinished(lab)):
             # Only a registered worker: killing one still starting would test nothing.
             ready = [w for w in lab.fleet.live() if lab.registered(w.pid)]
             victim = lab.fleet.kill(rng.choice(ready).pid) if ready else None
@@ -140,25 +142,38 @@ def _count_events(lab: Lab, code: EventCode) -> int:
 
 
 def checks(lab: Lab, jobs: int) -> dict[str, int]:
-    """The ledger's verdict on the lab jobs, after the fleet stopped."""
+    """The ledger's verdict on the lab jobs, after the fleet stopped.
+
+    ``lost`` counts jobs that did not succeed. After a timeout that count includes jobs simply
+    not reached yet, so three more say what a loss would look like then: a written job missing
+    from the ledger (``missing``), a job that ended any other way (``failed_or_cancelled``), and
+    an unfinished job that is not plainly ``ready`` for the next claim (``unfinished_not_ready``).
+    """
     ids = lab.observer.ids()
     definition = ids[1] if ids else -1
-    [(total, succeeded, executions)] = lab.observer.sql(
-        "SELECT count(*), coalesce(sum(CASE WHEN status = ? THEN 1 ELSE 0 END), 0), "
-        "coalesce(sum(executions), 0) FROM {runtime} WHERE definition_id = ?",
-        (int(JobStatus.SUCCEEDED), definition),
-    )
-    [(again,)] = lab.observer.sql(
-        "SELECT count(*) FROM {runtime} WHERE definition_id = ? AND executions > 1", (definition,)
+    by = lab.observer.counts()
+    [(executions, again)] = lab.observer.sql(
+        "SELECT coalesce(sum(executions), 0), "
+        "coalesce(sum(CASE WHEN executions > 1 THEN 1 ELSE 0 END), 0) "
+        "FROM {runtime} WHERE definition_id = ?",
+        (definition,),
     )
     [(leased,)] = lab.observer.sql(
         "SELECT count(*) FROM {runtime} WHERE lease_owner IS NOT NULL OR status IN (?, ?)",
         (int(JobStatus.DISPATCHED), int(JobStatus.EXECUTING)),
     )
+    total = sum(by.values())
+    succeeded = by[JobStatus.SUCCEEDED]
+    ended_otherwise = by[JobStatus.FAILED] + by[JobStatus.CANCELLED]
     return {
-        "jobs_in_ledger": int(total),
-        "succeeded": int(succeeded),
-        "lost": int(jobs - succeeded),
+        "jobs_written": lab.progress.written,
+        "jobs_in_ledger": total,
+        "succeeded": succeeded,
+        "lost": jobs - succeeded,
+        "missing": lab.progress.written - total,
+        "failed_or_cancelled": ended_otherwise,
+        "unfinished_ready": by[JobStatus.READY],
+        "unfinished_not_ready": total - succeeded - ended_otherwise - by[JobStatus.READY],
         "stuck_leased": int(leased),
         "executions": int(executions),
         "jobs_run_more_than_once": int(again),
@@ -185,11 +200,18 @@ def _record(
         "recoveries": recoveries,
         **verdict,
     }
+    # Nothing lost so far: holds for a run stopped by its timeout as well as a drained one.
+    record["none_lost_so_far"] = (
+        verdict["missing"] == 0
+        and verdict["failed_or_cancelled"] == 0
+        and verdict["unfinished_not_ready"] == 0
+        and verdict["stuck_leased"] == 0
+    )
     record["ok"] = (
         in_time
+        and record["none_lost_so_far"]
         and verdict["lost"] == 0
         and verdict["jobs_in_ledger"] == plan.jobs
-        and verdict["stuck_leased"] == 0
         and seen >= lab.fleet.kills
     )
     return record

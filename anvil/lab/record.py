@@ -30,7 +30,8 @@ def markdown(doc: dict[str, Any]) -> str:
     pg = env.get("postgres") or {}
     verdict = "none lost, nothing stuck leased" if rec["ok"] else "FAILED (see the checks)"
     if not rec.get("drained", True):
-        verdict = "NOT drained before the timeout (unfinished jobs count as not succeeded)"
+        so_far = "nothing lost so far" if rec["none_lost_so_far"] else "LOSS FOUND"
+        verdict = f"NOT drained before the timeout; {so_far}"
     rows = [
         ("jobs", f"{rec['jobs']:,}"),
         ("worker processes (kept at)", str(rec["plan"]["workers"])),
@@ -44,7 +45,12 @@ def markdown(doc: dict[str, Any]) -> str:
         ("workers declared dead by recovery (worker-died)", str(rec["workers_declared_dead"])),
         ("jobs taken back by recovery (lease-lost)", f"{rec['recoveries']:,}"),
         ("jobs run more than once", f"{rec['jobs_run_more_than_once']:,}"),
+        ("jobs written by the producer", f"{rec['jobs_written']:,}"),
         ("jobs in the ledger", f"{rec['jobs_in_ledger']:,}"),
+        ("written but missing from the ledger", f"{rec['missing']:,}"),
+        ("failed or cancelled", f"{rec['failed_or_cancelled']:,}"),
+        ("unfinished, ready for the next claim", f"{rec['unfinished_ready']:,}"),
+        ("unfinished in any other state", f"{rec['unfinished_not_ready']:,}"),
         ("succeeded", f"{rec['succeeded']:,}"),
         ("**lost** (not succeeded)", f"**{rec['lost']:,}**"),
         ("**stuck leased** after the stop", f"**{rec['stuck_leased']:,}**"),
