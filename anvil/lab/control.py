@@ -24,6 +24,7 @@ from psycopg import sql
 
 from acta import Acta
 from acta.clock import SystemClock
+from acta.errors import DatabaseUnavailableError
 from anvil.lab import app as lab_app
 from anvil.lab.fleet import Fleet, Worker
 from anvil.lab.observe import Observer, Snapshot
@@ -177,7 +178,13 @@ class Lab:
                 self.producer.enqueue_batch(
                     [self.producer.request(lab_app.JOB, ms) for _ in range(n)]
                 )
-            except Exception as exc:  # the view shows it; the lab goes on
+            except DatabaseUnavailableError as exc:
+                # An outage (a restarted server): wait and go on from what the ledger holds, since
+                # a batch whose commit reply was lost may or may not be there.
+                self.note(f"enqueue waits for the database: {exc}")
+                self._resync()
+                continue
+            except Exception as exc:  # the view shows it; the lab goes on without it
                 with self._lock:
                     self.progress.error = f"{type(exc).__name__}: {exc}"
                     self.progress.asked = self.progress.written
@@ -185,6 +192,18 @@ class Lab:
             with self._lock:
                 self.progress.written += n
                 self.progress.seconds = clock.monotonic() - self.progress.started
+
+    def _resync(self) -> None:
+        """After a failed batch: set ``written`` to the lab jobs the ledger has (only this
+        thread writes them), once the ledger answers again."""
+        while not self._stopping.wait(1.0):
+            try:
+                held = sum(self.observer.counts().values())
+            except Exception:  # still unreachable
+                continue
+            with self._lock:
+                self.progress.written = held
+            return
 
     def enqueue_done(self) -> bool:
         with self._lock:

@@ -17,9 +17,12 @@ ledger alone:
 from __future__ import annotations
 
 import random
+import sqlite3
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
+
+import psycopg
 
 from acta.clock import SystemClock
 from acta.model.codes import EventCode, JobStatus
@@ -27,6 +30,8 @@ from anvil.lab.control import Lab
 from anvil.lab.observe import Snapshot
 
 clock = SystemClock()
+# What an unreachable ledger raises (a restarted server): the run waits and asks again.
+UNREACHABLE = (psycopg.OperationalError, sqlite3.OperationalError)
 
 
 @dataclass(frozen=True)
@@ -60,15 +65,24 @@ def run(lab: Lab, plan: Plan, say: Callable[[str], None] = print) -> dict[str, A
             enqueued_at = now
             say(f"enqueued {plan.jobs:,} jobs in {enqueued_at - started:.1f} s")
         if now >= next_line:
-            snap = lab.snapshot()
+            try:
+                snap = lab.snapshot()
+            except UNREACHABLE as exc:
+                say(f"{now - started:7.1f}s the ledger does not answer ({exc}); trying again")
+                next_line = now + plan.refresh
+                _wait(lab, plan.refresh)
+                continue
             say(_line(lab, snap, now - started))
             next_line = now + plan.refresh
             if enqueued_at is not None and snap.backlog == 0 and snap.jobs >= plan.jobs:
                 break
         limited = plan.max_kills > 0 and lab.fleet.kills >= plan.max_kills
-        if now >= next_kill and not limited and (enqueued_at is None or _unfinished(lab)):
+        if now >= next_kill and not limited and (enqueued_at is None or _unfinished_now(lab)):
             # Only a registered worker: killing one still starting would test nothing.
-            ready = [w for w in lab.fleet.live() if lab.registered(w.pid)]
+            try:
+                ready = [w for w in lab.fleet.live() if lab.registered(w.pid)]
+            except UNREACHABLE:
+                ready = []
             victim = lab.fleet.kill(rng.choice(ready).pid) if ready else None
             if victim is not None:
                 say(
@@ -123,6 +137,13 @@ def _await_deaths(lab: Lab, kills: int, timeout: float) -> int:
         if died >= kills or clock.monotonic() > deadline:
             return died
         _wait(lab, lab.options.heartbeat)
+
+
+def _unfinished_now(lab: Lab) -> bool:
+    try:
+        return _unfinished(lab)
+    except UNREACHABLE:
+        return False
 
 
 def _unfinished(lab: Lab) -> bool:

@@ -104,7 +104,13 @@ class Observer:
                     )
             if self.postgres:
                 query = query.replace("?", "%s")
-            return list(self._conn.execute(query, params).fetchall())
+            try:
+                return list(self._conn.execute(query, params).fetchall())
+            except (psycopg.OperationalError, sqlite3.OperationalError):
+                # A broken connection (a restarted server): the next query opens a new one.
+                self._conn.close()
+                self._conn = None
+                raise
 
     def close(self) -> None:
         with self._lock:
