@@ -27,11 +27,13 @@ import psycopg
 from acta.clock import SystemClock
 from acta.model.codes import EventCode, JobStatus
 from anvil.lab.control import Lab
+from anvil.lab.fleet import Worker
 from anvil.lab.observe import Snapshot
 
 clock = SystemClock()
 # What an unreachable ledger raises (a restarted server): the run waits and asks again.
 UNREACHABLE = (psycopg.OperationalError, sqlite3.OperationalError)
+RETRY_KILL = 0.5  # seconds before looking again for a worker worth killing
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,8 @@ def run(lab: Lab, plan: Plan, say: Callable[[str], None] = print) -> dict[str, A
             say(f"enqueued {plan.jobs:,} jobs in {enqueued_at - started:.1f} s")
         if now >= next_line:
             try:
+                if (upkeep := lab.maintain()) is not None:
+                    say(upkeep)
                 snap = lab.snapshot()
             except UNREACHABLE as exc:
                 say(f"{now - started:7.1f}s the ledger does not answer ({exc}); trying again")
@@ -78,9 +82,8 @@ def run(lab: Lab, plan: Plan, say: Callable[[str], None] = print) -> dict[str, A
                 break
         limited = plan.max_kills > 0 and lab.fleet.kills >= plan.max_kills
         if now >= next_kill and not limited and (enqueued_at is None or _unfinished_now(lab)):
-            # Only a registered worker: killing one still starting would test nothing.
             try:
-                ready = [w for w in lab.fleet.live() if lab.registered(w.pid)]
+                ready = _victims(lab)
             except UNREACHABLE:
                 ready = []
             victim = lab.fleet.kill(rng.choice(ready).pid) if ready else None
@@ -92,7 +95,9 @@ def run(lab: Lab, plan: Plan, say: Callable[[str], None] = print) -> dict[str, A
                 # Not waiting for it to register: the loop goes on watching meanwhile.
                 replacement = lab.fleet.spawn()
                 lab.note(f"started worker process {replacement.number} (pid {replacement.pid})")
-            next_kill = now + plan.kill_every
+                next_kill = now + plan.kill_every
+            else:  # nobody holds work yet: look again shortly
+                next_kill = now + min(plan.kill_every, RETRY_KILL)
         if now - started > plan.timeout:
             say(f"not drained after {plan.timeout:g} s: stopping and recording what happened")
             drained_in_time = False
@@ -137,6 +142,17 @@ def _await_deaths(lab: Lab, kills: int, timeout: float) -> int:
         if died >= kills or clock.monotonic() > deadline:
             return died
         _wait(lab, lab.options.heartbeat)
+
+
+def _victims(lab: Lab) -> list[Worker]:
+    """The live workers worth killing: registered ones holding leases, so that each kill
+    leaves work for recovery to take back. One still starting, or idle, would test nothing."""
+    rows = lab.observer.sql(
+        "SELECT w.pid, EXISTS (SELECT 1 FROM {runtime} r WHERE r.lease_owner = w.id) "
+        "FROM {workers} w WHERE w.status = 1"
+    )
+    holding = {int(pid) for pid, leases in rows if leases}
+    return [w for w in lab.fleet.live() if w.pid in holding]
 
 
 def _unfinished_now(lab: Lab) -> bool:
@@ -217,6 +233,7 @@ def _record(
         "enqueue_s": round(enqueued, 1),
         "rate_jobs_per_s": round(plan.jobs / drained, 1) if drained > 0 else 0.0,
         "kills": lab.fleet.kills,
+        "vacuum_analyze_runs": lab.upkeeps,
         "workers_declared_dead": seen,
         "recoveries": recoveries,
         **verdict,

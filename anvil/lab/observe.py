@@ -105,7 +105,8 @@ class Observer:
             if self.postgres:
                 query = query.replace("?", "%s")
             try:
-                return list(self._conn.execute(query, params).fetchall())
+                cursor = self._conn.execute(query, params)
+                return list(cursor.fetchall()) if cursor.description else []
             except (psycopg.OperationalError, sqlite3.OperationalError):
                 # A broken connection (a restarted server): the next query opens a new one.
                 self._conn.close()

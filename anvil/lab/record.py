@@ -44,6 +44,7 @@ def markdown(doc: dict[str, Any]) -> str:
         ("workers SIGKILLed", str(rec["kills"])),
         ("workers declared dead by recovery (worker-died)", str(rec["workers_declared_dead"])),
         ("jobs taken back by recovery (lease-lost)", f"{rec['recoveries']:,}"),
+        ("VACUUM (ANALYZE) of runtime by the lab", str(rec.get("vacuum_analyze_runs", 0))),
         ("jobs run more than once", f"{rec['jobs_run_more_than_once']:,}"),
         ("jobs written by the producer", f"{rec['jobs_written']:,}"),
         ("jobs in the ledger", f"{rec['jobs_in_ledger']:,}"),

@@ -94,6 +94,7 @@ def run(lab: Lab, workers: int, jobs: int, port: int | None, *, show: bool = Tru
             out.flush()
         reading = show  # typed commands go with the terminal view
         while not lab.stopped():
+            lab.maintain()
             if show:
                 width = shutil.get_terminal_size().columns
                 out.write(CLEAR + render(lab.state(), width) + "\n\n" + HELP + "\n")
