@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psycopg
 
+from anvil import report
 from anvil.lab import app as lab_app
 from anvil.lab import drain, record
 from anvil.lab.control import DEFAULT_DSN, Lab, Options
@@ -90,17 +91,20 @@ def _drain(lab: Lab, args: argparse.Namespace, argv: list[str]) -> int:
         seed=args.seed,
     )
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # a log file too
+    command = "python -m anvil lab " + " ".join(argv)
+    # Taken at the start, so the record's date, time and commit are the run's own.
+    env = report.environment(command, args.dsn if args.provider == "postgres" else None)
     print(f"lab ledger: {args.provider} schema {lab.schema}; worker logs in {lab.workdir}")
     rec = drain.run(lab, plan)
     print(
-        f"drained {rec['jobs']:,} jobs in {rec['duration_s']:,.1f} s ({rec['rate_jobs_per_s']:,.0f}"
+        ("drained" if rec["drained"] else "NOT drained: stopped at the timeout; ran")
+        + f" {rec['jobs']:,} jobs in {rec['duration_s']:,.1f} s ({rec['rate_jobs_per_s']:,.0f}"
         f" jobs/s); kills {rec['kills']}, declared dead {rec['workers_declared_dead']}, "
         f"recoveries {rec['recoveries']:,}; lost {rec['lost']:,}, "
         f"stuck leased {rec['stuck_leased']}"
     )
     if args.record is not None:
-        command = "python -m anvil lab " + " ".join(argv)
-        doc = record.document(rec, command, args.dsn if args.provider == "postgres" else None)
+        doc = {"environment": env, "record": rec}
         json_path, md_path = record.write(doc, args.record)
         print(f"wrote {json_path} and {md_path}")
     return 0 if rec["ok"] else 1

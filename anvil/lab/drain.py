@@ -231,7 +231,8 @@ def _record(
         "drained": in_time,
         "duration_s": round(drained, 1),
         "enqueue_s": round(enqueued, 1),
-        "rate_jobs_per_s": round(plan.jobs / drained, 1) if drained > 0 else 0.0,
+        # Succeeded jobs over the run's duration: for a run stopped by its timeout too.
+        "rate_jobs_per_s": round(verdict["succeeded"] / drained, 1) if drained > 0 else 0.0,
         "kills": lab.fleet.kills,
         "vacuum_analyze_runs": lab.upkeeps,
         "workers_declared_dead": seen,
