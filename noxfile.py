@@ -131,3 +131,11 @@ def certify(session: nox.Session) -> None:
     session.run(
         "python", "-m", "anvil", "certify", *session.posargs, env={"PYTHONPATH": os.getcwd()}
     )
+
+
+@nox.session(python=PYTHON)
+def lab(session: nox.Session) -> None:
+    """The Anvil lab (anvil/lab/): `nox -s lab -- --provider sqlite --port 8765`, or a
+    non-interactive drain with `-- --jobs 1000000 --kill-every 10 --until-drained --record F`."""
+    session.install("-e", ".[postgres]", "psycopg[binary]")
+    session.run("python", "-m", "anvil", "lab", *session.posargs, env={"PYTHONPATH": os.getcwd()})

@@ -1,12 +1,25 @@
-"""``python -m anvil <command>``: the lab's commands. ``certify`` runs a chaos certification
-(anvil/certify); other commands belong to their own packages and are looked up by name."""
+"""``python -m anvil <command>``: ``certify`` runs a chaos certification (anvil/certify), ``lab``
+the failure lab (anvil/lab). The benchmarks keep their own entry points (``python -m
+anvil.bench``, ``python -m anvil.bench_peers``)."""
 
 from __future__ import annotations
 
 import importlib
 import sys
 
-COMMANDS = {"certify": "anvil.certify.cli"}
+COMMANDS = {"certify": "anvil.certify.cli", "lab": "anvil.lab.cli"}
+
+
+def _lab(argv: list[str]) -> int:
+    from anvil.lab.cli import interruptible
+    from anvil.lab.cli import main as lab
+
+    interruptible()
+    try:
+        return lab(argv)
+    except KeyboardInterrupt as stop:
+        print(f"interrupted ({stop}); workers stopped, ledger dropped", file=sys.stderr)
+        return 130
 
 
 def main(argv: list[str]) -> int:
@@ -17,6 +30,8 @@ def main(argv: list[str]) -> int:
     if module is None:
         print(f"no anvil command {argv[0]!r}; the commands are {', '.join(COMMANDS)}")
         return 2
+    if argv[0] == "lab":
+        return _lab(argv[1:])
     entry = importlib.import_module(module)
     result: int = entry.main(argv[1:])
     return result
