@@ -150,6 +150,7 @@ class Source:
                     "message": e.message,
                     "detail": e.detail,
                     "worker": e.worker,
+                    "actor": e.actor,
                 }
                 for e in events
             ],

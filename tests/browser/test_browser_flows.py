@@ -49,7 +49,8 @@ def test_jobs_list_to_job_to_timeline_to_restart(
     # The page showed what the ledger holds: the operator surface wrote the event.
     last = site.host.events(ref)[-1]
     assert last.code.label == "restarted", last
-    assert "dashboard@local" in f"{last.message} {last.detail}", last  # the actor is recorded
+    assert last.actor == "dashboard@local", last  # the actor is recorded
+    assert "dashboard@local" in opened.locator(f'{EVENTS}[data-event="restarted"]').inner_text()
     assert site.host.job(ref).status is JobStatus.READY
     assert watch.errors == []
     assert watch.foreign(site.served) == []
