@@ -105,6 +105,8 @@ class Dashboard:
             Route("/api/namespaces", self._api(lambda r: self.source.namespaces())),
             Route("/api/tenants", self._api(self._tenants)),
             Route("/api/schedules/{job}/{name}/{verb}", self._verb("schedules"), methods=["POST"]),
+            # A tenant key may hold "/": the key is everything up to the last segment.
+            Route("/api/tenants/{target:path}/{verb}", self._verb("tenants"), methods=["POST"]),
             *(
                 Route(f"/api/{family}/{{target}}/{{verb}}", self._verb(family), methods=["POST"])
                 for family in ("jobs", "definitions", "alerts")
@@ -317,7 +319,7 @@ def create_dashboard(
     """The dashboard of ``app`` as an ASGI application (mount it at any path).
 
     Local-only and read-only by default. ``verbs`` enables families of mutating verbs
-    (``jobs``, ``definitions``, ``alerts``, ``schedules``). ``local_only=False`` needs
+    (``jobs``, ``definitions``, ``alerts``, ``schedules``, ``tenants``). ``local_only=False`` needs
     ``authorize``: a callable given the request that returns the actor's name, or None to
     refuse; without one this raises ConfigurationError and nothing is served.
     ``trusted_proxies``: addresses or networks whose forwarding headers are believed.

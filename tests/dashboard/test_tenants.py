@@ -6,6 +6,7 @@ Tenant keys, tags and metadata are user data: they reach the page escaped, never
 from __future__ import annotations
 
 from collections.abc import Callable
+from urllib.parse import quote
 
 import pytest
 from starlette.testclient import TestClient
@@ -176,3 +177,80 @@ def test_a_repeated_filter_is_refused_not_folded_into_its_last_value(
         answer = client.get(path)
         assert answer.status_code == 400, path
         assert answer.json()["error"].startswith(f"{name}:"), answer.json()
+
+
+SLASHED = "eu/acme & co?#"
+
+
+def test_tenant_verbs_are_off_until_enabled(
+    acta_app: Acta, tenanted: dict[str, str], dashboard: Callable[..., TestClient]
+) -> None:
+    client = dashboard(verbs=["jobs"])
+    token = client.get("/api/session").json()["csrf"]
+    page = client.get("/tenants")
+    assert 'data-testid="verb-suspend"' not in page.text
+    refused = client.post(
+        "/api/tenants/acme/suspend",
+        json={"reason": "no"},
+        headers={"X-Acta-CSRF": token, "Origin": "http://localhost"},
+    )
+    assert refused.status_code == 403 and "verbs=['tenants']" in refused.json()["error"]
+    assert acta_app.tenants.get("acme").suspended is False  # type: ignore[union-attr]
+
+
+def test_tenant_verbs_through_the_api_need_the_token_and_the_current_version(
+    acta_app: Acta, tenanted: dict[str, str], dashboard: Callable[..., TestClient]
+) -> None:
+    acta_app.tenants.register(SLASHED)
+    client = dashboard(verbs=["tenants"])
+    token = client.get("/api/session").json()["csrf"]
+    origin = {"Origin": "http://localhost"}
+    path = "/api/tenants/" + quote(SLASHED, safe="/") + "/suspend"
+    no_token = client.post(path, json={"reason": "fraud check"}, headers=origin)
+    assert no_token.status_code == 403
+    headers = {"X-Acta-CSRF": token, **origin}
+    done = client.post(path, json={"reason": "fraud check"}, headers=headers)
+    assert done.status_code == 200, done.text
+    assert done.json() == {
+        "ok": True,
+        "message": f"Tenant {SLASHED} suspended.",
+        "tenant": SLASHED,
+        "changed": True,
+    }
+    stored = acta_app.tenants.get(SLASHED)
+    assert stored is not None and stored.suspended and stored.suspended_by == "dashboard@local"
+    assert stored.suspend_reason == "fraud check"
+    stale = client.post("/api/tenants/acme/suspend", json={"version": "99"}, headers=headers)
+    assert stale.status_code == 409 and "version" in stale.json()["error"]
+    assert acta_app.tenants.get("acme").suspended is False  # type: ignore[union-attr]
+    bad = client.post("/api/tenants/acme/suspend", json={"version": "x"}, headers=headers)
+    assert bad.status_code == 400 and bad.json()["error"].startswith("Refused: version:")
+    unknown = client.post("/api/tenants/initech/suspend", json={}, headers=headers)
+    assert unknown.status_code == 404
+    again = client.post(path.replace("/suspend", "/resume"), json={}, headers=headers)
+    assert again.json()["changed"] is True
+    assert acta_app.tenants.get(SLASHED).suspended is False  # type: ignore[union-attr]
+    assert client.post("/api/tenants/acme/delete", json={}, headers=headers).status_code == 404
+
+
+def test_tenant_buttons_post_a_form_and_come_back_with_the_message(
+    acta_app: Acta, tenanted: dict[str, str], dashboard: Callable[..., TestClient]
+) -> None:
+    client = dashboard(verbs=["tenants"])
+    page = client.get("/tenants")
+    token = page.text.split('name="acta-csrf" content="')[1].split('"')[0]
+    assert 'action="/api/tenants/acme/suspend"' in page.text
+    assert 'action="/api/tenants/globex/resume"' in page.text
+    # The hostile key is percent-encoded in the form's address, never raw markup.
+    assert "acme%20%3Cb%3Ebold%3C/b%3E" in page.text and "<b>bold</b>" not in page.text
+    version = acta_app.tenants.get("acme").version  # type: ignore[union-attr]
+    done = client.post(
+        "/api/tenants/acme/suspend",
+        data={"csrf": token, "next": "/tenants", "version": str(version), "reason": "audit"},
+        headers={"Origin": "http://localhost"},
+    )
+    assert done.status_code == 303 and done.headers["location"].startswith("/tenants?")
+    back = client.get(done.headers["location"])
+    assert "Tenant acme suspended." in back.text
+    acme = acta_app.tenants.get("acme")
+    assert acme is not None and acme.suspended and acme.suspend_reason == "audit"
