@@ -289,8 +289,10 @@ class Dashboard:
 
 def _names(request: Request) -> list[str]:
     """Every query parameter name sent, repeats included (``query_params.keys()`` folds them,
-    which would let ``?status=a&status=b`` through as the last value)."""
-    return [name for name, _ in request.query_params.multi_items()]
+    which would let ``?status=a&status=b`` through as the last value); a verb's redirect back
+    to a list page adds ``notice`` and ``sig``, which are the page's, not filters."""
+    names = [name for name, _ in request.query_params.multi_items()]
+    return [name for name in names if name not in ("notice", "sig")]
 
 
 def _safe_next(request: Request, given: str | None) -> str:
