@@ -23,6 +23,7 @@ VERB_FAMILIES: dict[str, tuple[str, ...]] = {
     "definitions": ("pause", "resume"),
     "alerts": ("acknowledge", "resolve"),
     "schedules": ("pause", "resume", "trigger"),
+    "tenants": ("suspend", "resume"),
 }
 """Mutating verbs by family; each family is enabled as a whole, or not at all."""
 

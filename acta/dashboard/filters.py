@@ -15,6 +15,7 @@ from typing import Any
 from acta.errors import ValidationError
 from acta.model.codes import JobStatus
 from acta.names import validate_job_name
+from acta.tenants import check_tenant_key
 
 PAGE_DEFAULT = 50
 PAGE_MAX = 200
@@ -24,6 +25,7 @@ ALLOWED = (
     "job",
     "tag",
     "correlation_key",
+    "tenant",
     "created_from",
     "created_to",
     "before",
@@ -38,6 +40,7 @@ class JobFilter:
     job: str | None = None
     tag: str | None = None
     correlation_key: str | None = None
+    tenant: str | None = None
     created_from: datetime | None = None
     created_to: datetime | None = None
     before: int | None = None
@@ -51,6 +54,7 @@ class JobFilter:
             "job_name": self.job,
             "tag": self.tag,
             "correlation_key": self.correlation_key,
+            "tenant": self.tenant,
             "created_from": self.created_from,
             "created_to": self.created_to,
             "before_id": self.before,
@@ -65,6 +69,7 @@ class JobFilter:
             "job": self.job,
             "tag": self.tag,
             "correlation_key": self.correlation_key,
+            "tenant": self.tenant,
             "created_from": None if self.created_from is None else self.created_from.isoformat(),
             "created_to": None if self.created_to is None else self.created_to.isoformat(),
             "before": self.before,
@@ -101,6 +106,7 @@ def parse(query: Mapping[str, str], keys: list[str]) -> JobFilter:
         job=_job(text("job")),
         tag=text("tag"),
         correlation_key=text("correlation_key"),
+        tenant=_tenant(query.get("tenant")),
         created_from=_instant("created_from", text("created_from")),
         created_to=_instant("created_to", text("created_to")),
         before=_int("before", text("before"), 1, 2**63 - 1, None),
@@ -130,6 +136,14 @@ def _job(value: str | None) -> str | None:
     return value
 
 
+def _tenant(value: str | None) -> str | None:
+    """A tenant key checked by the rule ``app.tenants`` applies (no trimming: a key with
+    edge spaces is refused, not silently changed into another key)."""
+    if value is None or value == "":
+        return None
+    return _keyed("tenant", value)
+
+
 def _instant(name: str, value: str | None) -> datetime | None:
     if value is None:
         return None
@@ -156,3 +170,39 @@ def _flag(value: str | None) -> bool:
     if value in ("1", "true"):
         return True
     raise ValidationError("include_system", f"got {value!r}", "1 or 0")
+
+
+TENANT_PARAMS = ("after", "limit")
+
+
+@dataclass(frozen=True, slots=True)
+class TenantPage:
+    """Which page of the Tenants page: the keys after ``after``, ``limit`` of them."""
+
+    after: str | None = None
+    limit: int = PAGE_DEFAULT
+
+
+def parse_tenant_page(query: Mapping[str, str], keys: list[str]) -> TenantPage:
+    """A checked tenants page from the query parameters (``keys``: every name sent)."""
+    for key in keys:
+        if key not in TENANT_PARAMS:
+            raise ValidationError(
+                key, "is not a parameter", f"parameters: {', '.join(TENANT_PARAMS)}"
+            )
+    if len(keys) != len(set(keys)):
+        repeated = sorted({k for k in keys if keys.count(k) > 1})
+        raise ValidationError(repeated[0], "is given more than once", "each parameter at most once")
+    after = query.get("after") or None
+    limit = query.get("limit") or None
+    return TenantPage(
+        after=None if after is None else _keyed("after", after),
+        limit=_int("limit", limit, 1, PAGE_MAX, PAGE_DEFAULT) or PAGE_DEFAULT,
+    )
+
+
+def _keyed(name: str, value: str) -> str:
+    try:
+        return check_tenant_key(value)
+    except ValidationError as exc:
+        raise ValidationError(name, exc.problem, exc.rule) from None

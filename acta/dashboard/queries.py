@@ -114,3 +114,10 @@ def definitions(namespace: str) -> Verb[list[Row]]:
 def namespaces() -> Verb[list[Row]]:
     rows: list[Row] = yield fetch_all("dash_namespaces", {})
     return rows
+
+
+def tenants(after: str | None, limit: int) -> Verb[list[Row]]:
+    """One page of tenants by key, after the key ``after`` (keyset); one more row than
+    ``limit`` tells whether another page follows."""
+    rows: list[Row] = yield fetch_all("dash_tenants", {"after": after, "limit": limit + 1})
+    return rows

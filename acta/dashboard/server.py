@@ -1,8 +1,8 @@
 """``create_dashboard``: the dashboard as one ASGI application, mountable at any path.
 
 Routes: a page per subject (``/``, ``/jobs``, ``/jobs/{ref}``, ``/workers``, ``/alerts``,
-``/definitions``, ``/schedules``, ``/namespaces``), the same data as JSON under ``/api/...``,
-and one POST endpoint per verb (``/api/jobs/{ref}/restart``...). Everything passes the
+``/definitions``, ``/schedules``, ``/namespaces``, ``/tenants``), the same data as JSON under
+``/api/...``, and one POST endpoint per verb (``/api/jobs/{ref}/restart``...). Everything passes the
 ``Guard`` first (acta.dashboard.guard); verbs also pass the family switch and the CSRF checks
 (acta.dashboard.csrf). Reads and verbs run the application's synchronous calls in Starlette's
 thread pool, so the dashboard needs nothing from the host's event loop.
@@ -44,7 +44,16 @@ if TYPE_CHECKING:
 
 Handler = Callable[[Request], Awaitable[Response]]
 FORM = "application/x-www-form-urlencoded"
-PAGES = ("overview", "jobs", "workers", "alerts", "definitions", "schedules", "namespaces")
+PAGES = (
+    "overview",
+    "jobs",
+    "workers",
+    "alerts",
+    "definitions",
+    "schedules",
+    "namespaces",
+    "tenants",
+)
 
 
 def _status_of(exc: Exception) -> int:
@@ -84,6 +93,7 @@ class Dashboard:
             Route("/definitions", self._page("definitions", lambda r: self.source.definitions())),
             Route("/schedules", self._page("schedules", lambda r: self.source.schedules())),
             Route("/namespaces", self._page("namespaces", lambda r: self.source.namespaces())),
+            Route("/tenants", self._page("tenants", self._tenants)),
             Route("/api/session", self._session),
             Route("/api/overview", self._api(lambda r: self.source.overview())),
             Route("/api/jobs", self._api(self._jobs)),
@@ -93,7 +103,10 @@ class Dashboard:
             Route("/api/definitions", self._api(lambda r: self.source.definitions())),
             Route("/api/schedules", self._api(lambda r: self.source.schedules())),
             Route("/api/namespaces", self._api(lambda r: self.source.namespaces())),
+            Route("/api/tenants", self._api(self._tenants)),
             Route("/api/schedules/{job}/{name}/{verb}", self._verb("schedules"), methods=["POST"]),
+            # A tenant key may hold "/": the key is everything up to the last segment.
+            Route("/api/tenants/{target:path}/{verb}", self._verb("tenants"), methods=["POST"]),
             *(
                 Route(f"/api/{family}/{{target}}/{{verb}}", self._verb(family), methods=["POST"])
                 for family in ("jobs", "definitions", "alerts")
@@ -109,7 +122,7 @@ class Dashboard:
     # -- data for pages and the API -------------------------------------------------------
 
     def _jobs(self, request: Request) -> dict[str, Any]:
-        chosen = filters.parse(request.query_params, list(request.query_params.keys()))
+        chosen = filters.parse(request.query_params, _names(request))
         return self.source.jobs(chosen)
 
     def _job(self, request: Request) -> dict[str, Any]:
@@ -120,6 +133,10 @@ class Dashboard:
             # A malformed ref names no job either: the same 404 as an unknown one.
             namespace = self.source.namespace
             raise JobNotFoundError(f"no job {ref[:80]!r} in namespace {namespace!r}") from None
+
+    def _tenants(self, request: Request) -> dict[str, Any]:
+        chosen = filters.parse_tenant_page(request.query_params, _names(request))
+        return self.source.tenants(chosen.after, chosen.limit)
 
     def _alerts(self, request: Request) -> dict[str, Any]:
         value = request.query_params.get("include_resolved", "0")
@@ -270,6 +287,14 @@ class Dashboard:
         return endpoint
 
 
+def _names(request: Request) -> list[str]:
+    """Every query parameter name sent, repeats included (``query_params.keys()`` folds them,
+    which would let ``?status=a&status=b`` through as the last value); a verb's redirect back
+    to a list page adds ``notice`` and ``sig``, which are the page's, not filters."""
+    names = [name for name, _ in request.query_params.multi_items()]
+    return [name for name in names if name not in ("notice", "sig")]
+
+
 def _safe_next(request: Request, given: str | None) -> str:
     """Where a form verb sends the browser back: a path of this dashboard, nothing else."""
     base = request.scope.get("root_path") or ""
@@ -296,7 +321,7 @@ def create_dashboard(
     """The dashboard of ``app`` as an ASGI application (mount it at any path).
 
     Local-only and read-only by default. ``verbs`` enables families of mutating verbs
-    (``jobs``, ``definitions``, ``alerts``, ``schedules``). ``local_only=False`` needs
+    (``jobs``, ``definitions``, ``alerts``, ``schedules``, ``tenants``). ``local_only=False`` needs
     ``authorize``: a callable given the request that returns the actor's name, or None to
     refuse; without one this raises ConfigurationError and nothing is served.
     ``trusted_proxies``: addresses or networks whose forwarding headers are believed.

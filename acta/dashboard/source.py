@@ -80,6 +80,7 @@ class Source:
                     "next_run_at": fact(r["next_run_at"]),
                     "updated_at": fact(r["updated_at"]),
                     "correlation_key": r["correlation_key"],
+                    "tenant": r["tenant"],
                     "tags": r["tags"],
                 }
                 for r in rows
@@ -116,6 +117,7 @@ class Source:
             "lease_expires_at": fact(info.lease_expires_at),
             "cancel_requested": info.cancel_requested,
             "correlation_key": info.correlation_key,
+            "tenant": info.tenant,
             "dedup_key": info.dedup_key,
             "tags": list(info.tags),
             "lane": info.lane,
@@ -148,6 +150,7 @@ class Source:
                     "message": e.message,
                     "detail": e.detail,
                     "worker": e.worker,
+                    "actor": e.actor,
                 }
                 for e in events
             ],
@@ -214,3 +217,34 @@ class Source:
                 for r in rows
             ],
         }
+
+    def tenants(self, after: str | None, limit: int) -> Data:
+        """One page of tenants by key (tenants are the ledger's, not one namespace's)."""
+        rows = self._run(lambda: queries.tenants(after, limit))
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return {
+            "tenants": [
+                {
+                    "key": r["tenant"],
+                    "suspended": bool(r["suspended"]),
+                    "suspended_at": fact(r["suspended_at"]),
+                    "suspended_by": r["suspended_by"],
+                    "suspend_reason": r["suspend_reason"],
+                    "tags": list(_json(r["tags"])),
+                    "metadata": dict(_json(r["metadata"])),
+                    "open_jobs": int(r["open_jobs"]),
+                    "version": int(r["version"]),
+                    "created_at": fact(r["created_at"]),
+                    "updated_at": fact(r["updated_at"]),
+                }
+                for r in rows
+            ],
+            "next_after": rows[-1]["tenant"] if more and rows else None,
+            "limit": limit,
+        }
+
+
+def _json(value: Any) -> Any:
+    """A JSON column: text on SQLite, already decoded (jsonb) on PostgreSQL."""
+    return json.loads(value) if isinstance(value, (str, bytes)) else value

@@ -129,11 +129,46 @@ def _schedule_verb(app: Acta, verb: str, target: str, args: Args, actor: str) ->
     )
 
 
+def _version(args: Args) -> int | None:
+    """The tenant version the page showed: a stale page's verb is then a conflict (409), not
+    a change made over someone else's."""
+    text = str(args.get("version") or "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or len(text) > 18:
+        raise ValidationError(
+            "version", f"got {text!r:.80}", "the version the page showed (a whole number >= 1)"
+        )
+    return int(text)
+
+
+def _tenant_verb(app: Acta, verb: str, key: str, args: Args, actor: str) -> Done:
+    tenants, version = app.tenants, _version(args)
+    if verb == "suspend":
+        changed = tenants.suspend(
+            key,
+            reason=_reason(args, "suspended from the dashboard"),
+            actor=actor,
+            expected_version=version,
+        )
+        said = "suspended" if changed else "was suspended already"
+    else:
+        changed = tenants.resume(
+            key,
+            reason=_reason(args, "resumed from the dashboard"),
+            actor=actor,
+            expected_version=version,
+        )
+        said = "resumed" if changed else "was not suspended"
+    return Done(f"Tenant {key} {said}.", {"tenant": key, "changed": changed})
+
+
 RUNNERS: dict[str, Callable[[Acta, str, str, Args, str], Done]] = {
     "jobs": _job_verb,
     "definitions": _definition_verb,
     "alerts": _alert_verb,
     "schedules": _schedule_verb,
+    "tenants": _tenant_verb,
 }
 
 

@@ -128,7 +128,8 @@ def populate(app: Acta, host: Host, welcome: Callable[[str], JobRef]) -> Refs:
     refs.succeeded = [welcome(f"user{n}@example.com") for n in range(3)]
     charge = app.definition("charge-card")
     refs.failed = app.definition("import-feed").enqueue(7)
-    refs.retrying = app.definition("sync-crm").enqueue("ACME-1")
+    app.tenants.register("acme-retail", tags=["enterprise"], metadata={"region": "eu"})
+    refs.retrying = app.definition("sync-crm").enqueue("ACME-1", tenant="acme-retail")
     refs.scheduled = charge.enqueue("ORD-8", delay="2h", tags=["billing"])
     refs.cancelled = charge.enqueue("ORD-9", delay="1h", correlation_key="order-ORD-9")
     refs.alerting = app.definition("reconcile-books").enqueue()

@@ -151,7 +151,7 @@ def site(
                 with reader.bound(second, clock):
                     dashboard = make_dashboard(
                         reader,
-                        verbs=("jobs", "definitions", "alerts", "schedules"),
+                        verbs=("jobs", "definitions", "alerts", "schedules", "tenants"),
                         refresh_seconds=REFRESH_SECONDS,
                     )
                     with serve(dashboard) as served:

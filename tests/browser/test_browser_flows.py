@@ -50,6 +50,7 @@ def test_jobs_list_to_job_to_timeline_to_restart(
     last = site.host.events(ref)[-1]
     assert last.code.label == "restarted", last
     assert last.actor == "dashboard@local", last  # the actor is recorded
+    assert "dashboard@local" in opened.locator(f'{EVENTS}[data-event="restarted"]').inner_text()
     assert site.host.job(ref).status is JobStatus.READY
     assert watch.errors == []
     assert watch.foreign(site.served) == []
@@ -75,5 +76,31 @@ def test_the_overview_refreshes_its_counts_while_a_worker_runs(
     # The same document: the count changed in place, not by reloading the page.
     assert opened.evaluate("window.__actaNotReloaded === true")
     assert any("/api/" in url for url in watch.requests), "no poll of the JSON API was seen"
+    assert watch.errors == []
+    assert watch.foreign(site.served) == []
+
+
+def test_tenants_page_suspends_and_resumes_a_tenant(
+    site: Site, page: tuple[Any, Watch], shots: Path
+) -> None:
+    opened, watch = page
+    opened.on("dialog", lambda dialog: dialog.accept())
+    opened.goto(site.url("/tenants"))
+    row = opened.locator('[data-testid="tenant-row"][data-tenant="acme-retail"]')
+    assert row.get_by_test_id("tenant-state").inner_text().strip() == "active"
+    row.get_by_test_id("verb-reason").fill("card declined")
+    with opened.expect_navigation(timeout=DOM_WAIT_MS) as navigation:
+        row.get_by_test_id("verb-suspend").click()
+    assert navigation.value is not None and navigation.value.ok
+    assert "Tenant acme-retail suspended." in opened.get_by_test_id("verb-message").inner_text()
+    state = row.get_by_test_id("tenant-state").inner_text()
+    assert "dashboard@local" in state and "card declined" in state
+    opened.screenshot(path=str(shots / f"{site.provider}-tenant-suspended.png"), full_page=True)
+    tenant = site.app.tenants.get("acme-retail")
+    assert tenant is not None and tenant.suspended and tenant.suspended_by == "dashboard@local"
+    with opened.expect_navigation(timeout=DOM_WAIT_MS):
+        row.get_by_test_id("verb-resume").click()
+    assert row.get_by_test_id("tenant-state").inner_text().strip() == "active"
+    assert site.app.tenants.get("acme-retail").suspended is False  # type: ignore[union-attr]
     assert watch.errors == []
     assert watch.foreign(site.served) == []

@@ -34,6 +34,7 @@ PAGES = {
     "definitions": ("/definitions", "sync-crm"),
     "schedules": ("/schedules", "rollup-metrics"),
     "namespaces": ("/namespaces", "default"),
+    "tenants": ("/tenants", "acme-retail"),
 }
 
 

@@ -70,14 +70,17 @@ def test_every_documented_example_answers_as_documented(acta_app: Acta, acta_hos
     def nightly_report() -> None:
         return None
 
+    acta_app.tenants.register("acme", tags=["enterprise"], metadata={"plan": "gold"})
+    acta_app.tenants.register("globex")
     send_invoice.enqueue(7, tags=["billing"], correlation_key="order-7")
-    failed = sync_crm.enqueue(42)
+    failed = sync_crm.enqueue(42, tenant="acme")
     acta_host.run_until_idle()
     ready = send_invoice.enqueue(8, delay="1h")
+    acta_app.tenants.suspend("acme", reason="invoice overdue", actor="billing-ops")
     [alert] = acta_app.ops.alerts.list()
     values = {"failed": str(failed), "ready": str(ready), "alert": str(alert.alert_id)}
     client = local_client(
-        create_dashboard(acta_app, verbs=["jobs", "definitions", "alerts", "schedules"])
+        create_dashboard(acta_app, verbs=["jobs", "definitions", "alerts", "schedules", "tenants"])
     )
     token = client.get("/api/session").json()["csrf"]
     dump = os.environ.get("ACTA_DOC_DUMP") is not None

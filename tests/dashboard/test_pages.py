@@ -10,7 +10,16 @@ from acta import Acta, JobStatus, SyncJobContext
 from acta_testing import Host
 from tests.dashboard.conftest import EVIL, Ledger
 
-PAGES = ["/", "/jobs", "/workers", "/alerts", "/definitions", "/schedules", "/namespaces"]
+PAGES = [
+    "/",
+    "/jobs",
+    "/workers",
+    "/alerts",
+    "/definitions",
+    "/schedules",
+    "/namespaces",
+    "/tenants",
+]
 
 
 def test_every_page_renders_with_the_safety_headers(

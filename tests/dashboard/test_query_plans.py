@@ -44,10 +44,17 @@ def test_no_dashboard_statement_scans_jobs_or_events(
     def charge(n: int) -> None:
         raise RuntimeError(f"declined {n}")
 
+    for n in range(20):
+        acta_app.tenants.register(f"tenant-{n:02}")
     for first in range(0, JOBS, 2000):
         acta_app.enqueue_batch(
             [
-                acta_app.request("mail.send" if i % 2 else "bill.charge", i, tags=[f"t{i % 5}"])
+                acta_app.request(
+                    "mail.send" if i % 2 else "bill.charge",
+                    i,
+                    tags=[f"t{i % 5}"],
+                    tenant=f"tenant-{i % 20:02}" if i % 3 == 0 else None,
+                )
                 for i in range(first, first + 2000)
             ]
         )
@@ -56,7 +63,15 @@ def test_no_dashboard_statement_scans_jobs_or_events(
     schema = acta_provider.schema
     dsn = acta_provider.target.dsn
     with psycopg.connect(dsn, autocommit=True) as conn:
-        for table in ("jobs", "runtime", "events", "job_tags", "definitions", "workers"):
+        for table in (
+            "jobs",
+            "runtime",
+            "events",
+            "job_tags",
+            "definitions",
+            "workers",
+            "tenants",
+        ):
             conn.execute(f'ANALYZE "{schema}".{table}')
 
     source = Source(acta_app)
@@ -67,6 +82,8 @@ def test_no_dashboard_statement_scans_jobs_or_events(
         source.definitions,
         source.namespaces,
         lambda: source.job(ref),
+        lambda: source.tenants(None, 50),
+        lambda: source.tenants("tenant-05", 5),
     ]
     for query in (
         {},
@@ -74,6 +91,8 @@ def test_no_dashboard_statement_scans_jobs_or_events(
         {"status": "ready", "job": "mail.send"},
         {"tag": "t3"},
         {"correlation_key": "order-1"},
+        {"tenant": "tenant-03"},
+        {"tenant": "tenant-07", "status": "ready"},
         {"created_from": "2026-01-01T00:00:00Z", "before": "100"},
     ):
         reads.append(lambda q=query: source.jobs(parse(q, list(q))))
@@ -90,4 +109,10 @@ def test_no_dashboard_statement_scans_jobs_or_events(
             allowed = {"runtime"} if op.statement in WHOLE_RUNTIME_READS else set()
             assert set(scanned) <= allowed, f"{op.statement} {dict(op.params)}: seq scan {scanned}"
             checked.add(op.statement)
-    assert {"dash_job_groups", "dash_throughput", "dash_jobs", "dash_job_view"} <= checked
+    assert {
+        "dash_job_groups",
+        "dash_throughput",
+        "dash_jobs",
+        "dash_job_view",
+        "dash_tenants",
+    } <= checked

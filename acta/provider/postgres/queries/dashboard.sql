@@ -66,6 +66,7 @@ LIMIT :limit;
 SELECT j.id AS job_id, j.job_ref, d.name AS job_name, r.status, r.attempts,
        COALESCE(r.max_attempts, d.max_attempts) AS max_attempts, j.created_at, r.next_run_at,
        r.updated_at, j.correlation_key,
+       (SELECT tn.tenant_key FROM {schema}.tenants tn WHERE tn.id = j.tenant_id) AS tenant,
        (SELECT string_agg(t.tag, chr(31) ORDER BY t.tag) FROM {schema}.job_tags t
         WHERE t.job_id = j.id) AS tags
 FROM {schema}.jobs j
@@ -77,6 +78,8 @@ WHERE j.namespace_id = (SELECT n.id FROM {schema}.namespaces n WHERE n.name = :n
   AND (:tag::text IS NULL OR EXISTS (
       SELECT 1 FROM {schema}.job_tags t WHERE t.job_id = j.id AND t.tag = :tag::text))
   AND (:correlation_key::text IS NULL OR j.correlation_key = :correlation_key::text)
+  AND (:tenant::text IS NULL OR j.tenant_id = (
+      SELECT tn.id FROM {schema}.tenants tn WHERE tn.tenant_key = :tenant::text))
   AND (:created_from::timestamptz IS NULL OR j.created_at >= :created_from::timestamptz)
   AND (:created_to::timestamptz IS NULL OR j.created_at < :created_to::timestamptz)
   AND (:before_id::bigint IS NULL OR j.id < :before_id::bigint)
@@ -126,3 +129,19 @@ SELECT n.name, n.paused, n.created_at,
 FROM {schema}.namespaces n
 ORDER BY n.name
 LIMIT 500;
+
+-- name: dash_tenants
+-- One page of tenants by key, keyset-paginated on the key (never OFFSET): a ledger may hold
+-- one tenant per customer. open_jobs is tenants_view's count, written so that it walks the
+-- tenant's jobs through jobs_by_tenant and looks each one's status up by runtime's key (the
+-- view's join lets the planner scan the whole runtime table instead).
+SELECT t.tenant_key AS tenant, t.suspended, t.suspended_at, t.suspended_by, t.suspend_reason,
+       t.tags, t.metadata, t.version, t.created_at, t.updated_at,
+       (SELECT count(*) FROM {schema}.jobs j
+        WHERE j.tenant_id = t.id
+          AND (SELECT r.status FROM {schema}.runtime r WHERE r.job_id = j.id) < 100)
+           AS open_jobs
+FROM {schema}.tenants t
+WHERE (:after::text IS NULL OR t.tenant_key > :after::text)
+ORDER BY t.tenant_key
+LIMIT :limit;
