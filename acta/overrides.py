@@ -13,12 +13,12 @@ from typing import Any, TypeVar
 
 from acta.errors import ValidationError
 from acta.ledger import override
-from acta.ledger.control import check_reason
+from acta.ledger.control import check_actor, check_reason
 from acta.ledger.events import Who
 from acta.ledger.facade import Ledger
 from acta.model.codes import GateKind
 from acta.model.rows import DefinitionSpec, GateInfo, MeterInfo
-from acta.names import validate_job_name, validate_key, validate_text
+from acta.names import validate_job_name, validate_key
 from acta.policy.gate import Rate, validate_concurrency_limit
 from acta.policy.job import KEY_MAX
 from acta.provider.verb import Verb
@@ -157,9 +157,7 @@ class Overrides:
 
 
 def _who(reason: str, actor: str) -> Who:
-    return Who(
-        actor=validate_text(actor, field="actor", max_length=200), reason=check_reason(reason)
-    )
+    return Who(actor=check_actor(actor), reason=check_reason(reason))
 
 
 def _version(value: Any) -> int:

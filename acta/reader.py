@@ -16,12 +16,12 @@ from acta.codec import codecs
 from acta.errors import JobNotFoundError, JobPurgedError, ValidationError
 from acta.ids import JobRef
 from acta.ledger import read
-from acta.ledger.control import cancel
+from acta.ledger.control import cancel, check_actor
 from acta.ledger.facade import Ledger
 from acta.ledger.retention import PurgedJob, purged
 from acta.model.codes import JobStatus
 from acta.model.rows import EventInfo, JobInfo, WorkerInfo
-from acta.names import validate_job_name, validate_key, validate_text
+from acta.names import validate_job_name, validate_key
 from acta.provider.verb import Verb
 from acta.registry import Registry
 from acta.shape import from_data
@@ -193,7 +193,7 @@ class Reader(Signals):
         cancelled when its run ends. Returns the status after the call. ``actor`` names who
         asked; it is recorded on the event."""
         key, ns, now = str(JobRef.coerce(ref)), self.namespace, self._read_ledger().now()
-        who = validate_text(actor, field="actor", max_length=200)
+        who = check_actor(actor)
         return self._run(lambda: cancel(key, ns, reason, now, actor=who))
 
     async def cancel_async(
@@ -204,7 +204,7 @@ class Reader(Signals):
         actor: str = "operator",
     ) -> JobStatus:
         key, ns, now = str(JobRef.coerce(ref)), self.namespace, self._read_ledger().now()
-        who = validate_text(actor, field="actor", max_length=200)
+        who = check_actor(actor)
         return await self._run_async(lambda: cancel(key, ns, reason, now, actor=who))
 
 

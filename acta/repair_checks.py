@@ -9,15 +9,13 @@ from collections.abc import Iterable
 
 from acta.errors import ValidationError
 from acta.instant import check_instant
-from acta.ledger.control import MAX_REASON
+from acta.ledger.control import MAX_REASON, check_actor
 from acta.ledger.events import Who
 from acta.ledger.repair_bulk import JobFilter
 from acta.model.codes import JobStatus
 from acta.names import validate_job_name, validate_key, validate_text
 from acta.policy.job import MAX_ATTEMPTS_LIMIT
 
-ACTOR_MAX = 200
-"""The longest actor name, in characters."""
 TAG_MAX = 64
 
 _FILTERS = (
@@ -32,14 +30,15 @@ _FILTERS = (
 )
 
 
-REASON_MAX = MAX_REASON - ACTOR_MAX - 40
-"""The longest reason a repair verb takes: a bulk cancel stores it in a cancelled event's
-message with the actor around it, which must still fit ``MAX_REASON``."""
+REASON_MAX = MAX_REASON - 40
+"""The longest reason a repair verb takes: retiring a definition cancels its queue with the
+reason behind a short prefix in each cancelled event's message, which must still fit
+``MAX_REASON``."""
 
 
 def check_who(actor: str, reason: str) -> Who:
     return Who(
-        validate_text(actor, field="actor", max_length=ACTOR_MAX),
+        check_actor(actor),
         validate_text(reason, field="reason", max_length=REASON_MAX),
     )
 

@@ -18,12 +18,12 @@ from typing import Any, TypeVar
 from acta.errors import ScheduleNotFoundError, ValidationError
 from acta.instant import check_instant
 from acta.ledger import schedule_ops
-from acta.ledger.control import check_reason
+from acta.ledger.control import check_actor, check_reason
 from acta.ledger.events import Who
 from acta.ledger.facade import Ledger
 from acta.ledger.schedule import schedule_of
 from acta.model.codes import Misfire
-from acta.names import validate_job_name, validate_text
+from acta.names import validate_job_name
 from acta.policy.schedule import Schedule
 from acta.provider.verb import Verb
 
@@ -279,7 +279,7 @@ def _preview(info: ScheduleInfo, n: int, after: datetime | None) -> list[datetim
 def _reason(options: dict[str, Any], default: str) -> Who:
     """The operator's reason and name (``actor``), both recorded on the change's event."""
     reason = check_reason(options.pop("reason", default))
-    actor = validate_text(options.pop("actor", "operator"), field="actor", max_length=200)
+    actor = check_actor(options.pop("actor", "operator"))
     return Who(actor=actor, reason=reason)
 
 
@@ -346,9 +346,7 @@ def _override(options: dict[str, Any]) -> tuple[str, schedule_ops.Edit, Who]:
 
 
 def _clear(reason: str, actor: str) -> tuple[str, schedule_ops.Edit, Who]:
-    who = Who(
-        actor=validate_text(actor, field="actor", max_length=200), reason=check_reason(reason)
-    )
+    who = Who(actor=check_actor(actor), reason=check_reason(reason))
 
     def edit(row: Mapping[str, Any], now: datetime) -> dict[str, Any]:
         declared = Schedule.from_declaration(json.loads(row["declared"]))

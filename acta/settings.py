@@ -21,10 +21,10 @@ from typing import Any, Final, TypeVar
 from acta.codec import JSON
 from acta.errors import ValidationError
 from acta.ledger import settings as verbs
-from acta.ledger.control import check_reason
+from acta.ledger.control import check_actor, check_reason
 from acta.ledger.facade import Ledger
 from acta.model.codes import SettingScope
-from acta.names import validate_job_name, validate_text
+from acta.names import validate_job_name
 from acta.provider.verb import Verb
 
 T = TypeVar("T")
@@ -192,7 +192,7 @@ class Settings:
             )
         expected = _version(options.pop("expected_version"))
         reason = check_reason(options.pop("reason", "changed by an operator"))
-        actor = validate_text(options.pop("actor", "operator"), field="actor", max_length=200)
+        actor = check_actor(options.pop("actor", "operator"))
         if options:
             raise ValidationError(
                 ", ".join(sorted(options)),

@@ -19,9 +19,9 @@ from acta.cli import render
 from acta.cli.command import EXIT_OK, HANDLER, CliError, cli_actor
 from acta.cli.ledger import add_ledger_options, open_reader, resolve_ledger
 from acta.errors import ConflictError
-from acta.ledger.control import check_reason
+from acta.ledger.control import check_actor, check_reason
 from acta.model.rows import GateInfo, MeterInfo
-from acta.names import validate_job_name, validate_key, validate_text
+from acta.names import validate_job_name, validate_key
 from acta.policy.gate import Rate, validate_concurrency_limit
 from acta.policy.job import KEY_MAX
 
@@ -176,7 +176,7 @@ def rate_command(args: argparse.Namespace, host_app: Acta | None) -> int:
 
 def _said(args: argparse.Namespace) -> dict[str, str]:
     """The reason and actor the change's event records (checked before the ledger opens)."""
-    said = {"actor": validate_text(cli_actor(args.actor), field="actor", max_length=200)}
+    said = {"actor": check_actor(cli_actor(args.actor))}
     if args.reason is not None:
         said["reason"] = check_reason(args.reason)
     return said

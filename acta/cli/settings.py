@@ -17,8 +17,8 @@ from acta.cli import render
 from acta.cli.command import EXIT_OK, HANDLER, CliError, UsageError
 from acta.cli.ledger import add_ledger_options, open_reader, resolve_ledger
 from acta.errors import ConflictError, UnknownJobError
-from acta.ledger.control import check_reason
-from acta.names import validate_job_name, validate_text
+from acta.ledger.control import check_actor, check_reason
+from acta.names import validate_job_name
 from acta.settings import Setting, check_name
 
 _SHARED = frozenset({"database", "app", "schema", "namespace", "json"})
@@ -121,7 +121,7 @@ def change_command(args: argparse.Namespace, host_app: Acta | None) -> int:
     options: dict[str, Any] = {
         "expected_version": args.expect_version,
         "reason": check_reason(args.reason),
-        "actor": validate_text(args.actor, field="actor", max_length=200),
+        "actor": check_actor(args.actor),
     }
     if args.job is not None:
         options["job"] = validate_job_name(args.job)

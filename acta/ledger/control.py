@@ -26,6 +26,14 @@ def check_reason(reason: str) -> str:
     return validate_text(reason, field="reason", max_length=MAX_REASON)
 
 
+MAX_ACTOR = 200
+
+
+def check_actor(actor: str) -> str:
+    """Who asked for an operator verb: stored in the event's ``actor`` column and shown."""
+    return validate_text(actor, field="actor", max_length=MAX_ACTOR)
+
+
 def cancel(
     job_ref: str,
     namespace: str | None,

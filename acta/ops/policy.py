@@ -19,9 +19,9 @@ from typing import Any
 
 from acta.errors import ValidationError
 from acta.ledger import policy_override as verbs
-from acta.ledger.control import check_reason
+from acta.ledger.control import check_actor, check_reason
 from acta.ledger.facade import Ledger
-from acta.names import validate_job_name, validate_text
+from acta.names import validate_job_name
 from acta.policy.job import JobPolicy
 from acta.policy.override import FIELDS, apply, normalize, stored_key
 from acta.registry import Registry
@@ -98,7 +98,7 @@ class PolicyOverrides:
             )
         options = dict(options)
         reason = check_reason(options.pop("reason", "changed by an operator"))
-        actor = validate_text(options.pop("actor", "operator"), field="actor", max_length=200)
+        actor = check_actor(options.pop("actor", "operator"))
         if clearing:
             if options:
                 raise ValidationError(

@@ -27,6 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from acta.errors import ActaError
+from acta.ledger.control import check_actor
 from acta.ledger.events import event_params
 from acta.ledger.facade import Ledger
 from acta.model.codes import EventCode
@@ -155,7 +156,7 @@ class Quarantine:
         return await asyncio.to_thread(lambda: self.discard(row, actor=actor, reason=reason))
 
     def _decide(self, row: int, decision: str, actor: str, reason: str | None) -> QuarantinedRow:
-        actor = validate_text(actor, field="actor", max_length=200)
+        actor = check_actor(actor)
         if reason is not None:
             reason = validate_text(reason, field="reason", max_length=2000)
         ledger = self._ledger()
