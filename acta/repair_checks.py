@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from acta.errors import ValidationError
 from acta.instant import check_instant
-from acta.ledger.control import MAX_REASON, check_actor
+from acta.ledger.control import MAX_ACTOR, MAX_REASON, check_actor
 from acta.ledger.events import Who
 from acta.ledger.repair_bulk import JobFilter
 from acta.model.codes import JobStatus
@@ -30,10 +30,11 @@ _FILTERS = (
 )
 
 
-REASON_MAX = MAX_REASON - 40
-"""The longest reason a repair verb takes: retiring a definition cancels its queue with the
-reason behind a short prefix in each cancelled event's message, which must still fit
-``MAX_REASON``."""
+REASON_MAX = MAX_REASON - MAX_ACTOR - 40
+"""The longest reason a repair verb takes (760 characters). Retiring a definition cancels its
+queue with the reason behind a short prefix in each cancelled event's message, which must still
+fit ``MAX_REASON``; the limit stays where it was when the actor rode in that message too, so
+what was accepted before is accepted now, and nothing more."""
 
 
 def check_who(actor: str, reason: str) -> Who:
