@@ -54,7 +54,12 @@ ON CONFLICT (job_id) DO UPDATE SET
 
 -- name: lapsed_leases
 -- Leases past their expiry by the database clock, oldest first, with the policy recovery needs.
--- No lock here: each row is taken back through transition_guard, which locks and re-checks it.
+-- Locked as they are read: recovery decides from this row (a dispatched job goes back
+-- untouched, a started run is closed by lease-lost and charged), so the row must not change
+-- before the decision is written. A lapsed lease is still its owner's until it is taken, and
+-- an unlocked read let the owner start the run in between: the guard then accepted the
+-- started row and recovery wrote the dispatched job's plan, leaving the run unclosed and
+-- uncharged. Rows another transaction holds are skipped, for the next pass.
 SELECT r.job_id, j.job_ref, r.namespace_id, r.status, r.executions, r.attempts, r.lease_epoch,
        r.lease_owner,
        -- The job's own limit, else an operator's override, else the declaration.
@@ -69,7 +74,8 @@ WHERE r.namespace_id = :namespace_id
   AND r.lease_expires_at < COALESCE(:now::timestamptz, now())
   AND (:only_job_id::bigint IS NULL OR r.job_id = :only_job_id::bigint)
 ORDER BY r.lease_expires_at
-LIMIT :limit;
+LIMIT :limit
+FOR UPDATE OF r SKIP LOCKED;
 
 -- name: lease_taken
 -- After a worker write's guard failed: was the lease at :epoch taken from the worker? Whoever
