@@ -105,6 +105,21 @@ def preload(ledger: Ledger, jobs: int) -> float:
     return clock.monotonic() - started
 
 
+# Block traffic of the ledger's tables and their indexes: "read" is a block PostgreSQL had to
+# fetch from outside shared_buffers (the OS cache or the disk), "hit" one it found there.
+IO_SQL = (
+    "SELECT coalesce(sum(heap_blks_read), 0) + coalesce(sum(idx_blks_read), 0), "
+    "coalesce(sum(heap_blks_hit), 0) + coalesce(sum(idx_blks_hit), 0) "
+    "FROM pg_statio_user_tables WHERE schemaname = '{schema}'"
+)
+
+
+def block_io(ledger: Ledger) -> tuple[int, int]:
+    """Blocks read and hit so far by every statement on the ledger's tables and indexes."""
+    [(read, hit)] = ledger.sql(IO_SQL.format(schema=ledger.schema))
+    return int(read), int(hit)
+
+
 def drain_from(
     target: Target,
     backlog: int,
@@ -126,6 +141,7 @@ def drain_from(
         load_seconds = preload(ledger, backlog)
         done_sql = f"SELECT count(*) FROM {{runtime}} WHERE status >= {int(JobStatus.SUCCEEDED)}"
         settings = {"executors": executors, "listen": True, "poll": DRAIN_POLL}
+        read_before, hit_before = block_io(ledger)
         with spawn_workers(ledger, processes, profile=profile, **settings) as children:
             wait_for(children, lambda: ledger.sql(done_sql)[0][0] >= drain,
                      120 + drain / 20, "draining", step=0.5)  # fmt: skip
@@ -138,6 +154,7 @@ def drain_from(
         )
         if not rows:
             raise BenchError(f"fewer than {drain} jobs settled")
+        read_after, hit_after = block_io(ledger)
         stats = ledger.sql(
             "SELECT n_dead_tup, n_live_tup, autovacuum_count, n_tup_hot_upd, n_tup_upd "
             f"FROM pg_stat_user_tables WHERE schemaname = '{ledger.schema}' "
@@ -145,6 +162,7 @@ def drain_from(
         )
     window = (instant(rows[0][0]) - instant(first_start)).total_seconds()
     dead, live, autovacuums, hot, updates = stats[0] if stats else (0, 0, 0, 0, 0)
+    read, hit = read_after - read_before, hit_after - hit_before
     return {
         "jobs_per_s": drain / window,
         "window_s": window,
@@ -153,6 +171,10 @@ def drain_from(
         "runtime_live_tuples": float(live),
         "runtime_autovacuums": float(autovacuums),
         "runtime_hot_update_share": hot / updates if updates else 0.0,
+        # Whether the drain's working set fits shared_buffers: blocks per job drained, and
+        # the share of them PostgreSQL had to fetch from outside its cache.
+        "blocks_per_job": (read + hit) / drain,
+        "blocks_read_share": read / (read + hit) if read + hit else 0.0,
     }
 
 
@@ -208,13 +230,17 @@ def main(argv: list[str] | None = None) -> int:
              f"Commit {env['acta']['commit'][:12]}, "
              f"{args.processes} process x {args.executors} executors, profile {args.profile}, "
              f"drain {args.drain:,} jobs", "", "| storage | backlog | median jobs/s | min–max | "
-             "vs smallest backlog |", "|---|---|---|---|---|"]  # fmt: skip
+             "vs smallest backlog | blocks per job | read outside shared_buffers |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
     for v in variants:
         base = medians[f"{v}/{backlogs[0]}"]
         for b in backlogs:
             values = [r["jobs_per_s"] for r in runs[f"{v}/{b}"]]
+            blocks = statistics.median(r["blocks_per_job"] for r in runs[f"{v}/{b}"])
+            share = statistics.median(r["blocks_read_share"] for r in runs[f"{v}/{b}"])
             lines.append(f"| {v} | {b:,} | {medians[f'{v}/{b}']:,.0f} | {min(values):,.0f}–"
-                         f"{max(values):,.0f} | {medians[f'{v}/{b}'] / base:.2f} |")  # fmt: skip
+                         f"{max(values):,.0f} | {medians[f'{v}/{b}'] / base:.2f} | "
+                         f"{blocks:,.1f} | {share:.1%} |")  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{name}.json").write_text(json.dumps(doc, indent=1, default=str) + "\n")
     (args.out / f"{name}.md").write_text("\n".join(lines) + "\n")
