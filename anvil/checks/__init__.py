@@ -30,6 +30,16 @@ reads the witness table, where each run of a scheduled handler leaves a row unde
 - ``schedule_witness_once``: a firing's handler ran once in the run that recorded it, and in
   other runs of the firing only where a lost lease or an unfinished run explains it.
 
+Three judge durable waits (``WAITS``), each for one definition named by its parameters; the
+first two also read the witness table:
+
+- ``sleep_honoured``: no run got past a durable sleep before it was due (``sleep_job``,
+  ``sleep_after_step``);
+- ``signal_received_once``: a waiting job was signalled once and its effect saw the payload
+  sent to it (``signal_job``, ``signal_name``, ``signal_step``);
+- ``children_settled``: no child spawned twice, none missing, a parent succeeded only after
+  all its children did, no latch left (``parent_job``, ``children``).
+
 Nine judge a certification run (``CERTIFY``, anvil/certify): they read the expected table
 the run keeps beside the ledger (``{schema}.expected``: each job it enqueued and the status it
 must end in) and the witness table, as well as acta's tables:
@@ -69,6 +79,7 @@ FOLDER = Path(__file__).parent
 CHECKS = ("lanes_overlap", "lanes_order", "concurrency_limit", "rate_envelope")
 WITNESSED = ("durable_steps_once", "durable_amo_once")
 SCHEDULES = ("schedule_fired_once", "schedule_no_gap", "schedule_witness_once")
+WAITS = ("sleep_honoured", "signal_received_once", "children_settled")
 CERTIFY = (
     "certify_lost",
     "certify_outcome",
@@ -100,8 +111,8 @@ class Connection(Protocol):
 
 def check_path(name: str, dialect: str) -> Path:
     """The file that holds check ``name`` for ``dialect`` (the dialect's own, else common)."""
-    if name not in CHECKS + WITNESSED + SCHEDULES + CERTIFY:
-        known = ", ".join(CHECKS + WITNESSED + SCHEDULES + CERTIFY)
+    if name not in CHECKS + WITNESSED + SCHEDULES + WAITS + CERTIFY:
+        known = ", ".join(CHECKS + WITNESSED + SCHEDULES + WAITS + CERTIFY)
         raise ValueError(f"no check named {name!r}; the checks are {known}")
     if dialect not in DIALECTS:
         raise ValueError(f"no checks for dialect {dialect!r}; they exist for {DIALECTS}")
@@ -189,6 +200,7 @@ __all__ = [
     "CHECKS",
     "DIALECTS",
     "SCHEDULES",
+    "WAITS",
     "WITNESSED",
     "check_path",
     "check_sql",

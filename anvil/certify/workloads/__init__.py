@@ -73,17 +73,36 @@ def all_workloads() -> list[Workload]:
     from anvil.certify.workloads import (
         batch,
         cancels,
+        children,
         durable,
         flaky,
         keyed,
         laned,
         plain,
         rated,
+        scheduled,
+        signalled,
+        sleeping,
         timeouts,
         txn,
     )
 
-    modules = (plain, batch, flaky, timeouts, cancels, txn, laned, keyed, rated, durable)
+    modules = (
+        plain,
+        batch,
+        flaky,
+        timeouts,
+        cancels,
+        txn,
+        laned,
+        keyed,
+        rated,
+        durable,
+        sleeping,
+        signalled,
+        children,
+        scheduled,
+    )
     return [module.WORKLOAD for module in modules]
 
 
