@@ -24,8 +24,10 @@ def register(app: Acta, sink: Sink) -> None:
     @app.job(JOB, schedule=EVERY, timeout="60s", max_attempts=100)
     def tick(ctx: SyncJobContext) -> None:
         sink.run(ctx)
+        firing = ctx.firing
+        assert firing is not None, "a scheduled run always carries its firing"
         time.sleep(0.01)
-        sink.record(ctx.job, ctx.firing.at.isoformat(), ctx.execution)  # the firing's effect
+        sink.record(ctx.job, firing.at.isoformat(), ctx.execution)  # the firing's effect
         time.sleep(0.01)
 
 
