@@ -1,6 +1,7 @@
 -- I4 every extra execution is explained: a job ran its handler more than once only where the
 -- ledger records why (its earlier run lost its lease, or failed, timed out, was interrupted,
--- suspended or rescheduled), and every physical run of a handler body is a recorded run.
+-- suspended or rescheduled, or was a recurring slot's firing that re-armed it), and every
+-- physical run of a handler body is a recorded run.
 --
 -- Returns one row per unexplained run (no rows: it holds); portable SQL. No parameters. The
 -- "problem" column says which rule broke.
