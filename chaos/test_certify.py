@@ -73,6 +73,11 @@ def test_tier_a_certifies(request: pytest.FixtureRequest, tmp_path: Path, provid
     assert len(kills) >= 2 and "zombie" in kinds and "wake" in kinds, record["faults"]
     assert ("backends" if provider == "postgres" else "lock") in kinds, record["faults"]
     assert record["stats"]["leases_lost"] > 0
+    # The waits, the schedule and the outbox really ran: their checks judged something.
+    stats = record["stats"]
+    assert stats["suspensions"] > 0 and stats["signals"] > 0, stats
+    assert stats["firings"] >= 10, stats  # a 1 s schedule over a 30 s window and the drain
+    assert stats["outbox_delivered"] > 0 or provider == "sqlite", stats
 
 
 def test_broken_fencing_is_caught(request: pytest.FixtureRequest, tmp_path: Path) -> None:

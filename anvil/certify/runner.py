@@ -41,6 +41,12 @@ STATS = {
     "worker_incarnations": "SELECT count(*) FROM {schema}.workers",
     "workers_declared_dead": "SELECT count(*) FROM {schema}.events WHERE code = 52",
     "retries": "SELECT count(*) FROM {schema}.events WHERE code = 12",
+    # What the waits, the schedule and the outbox did: a check that holds over none of them
+    # proves nothing, so the record says how many there were.
+    "suspensions": "SELECT count(*) FROM {schema}.events WHERE code = 24",
+    "signals": "SELECT count(*) FROM {schema}.events WHERE code = 25",
+    "firings": "SELECT count(*) FROM {schema}.events WHERE code = 46",
+    "outbox_delivered": "SELECT count(*) FROM {schema}.events WHERE code = 48",
 }
 
 
