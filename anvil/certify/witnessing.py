@@ -69,6 +69,13 @@ class Sink:
         self._write(self.insert, row)
         return token
 
+    def close(self) -> None:
+        """Close the connection (a later write opens another)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
     def _write(self, sql: str, row: dict[str, Any]) -> None:
         with self._lock:
             try:

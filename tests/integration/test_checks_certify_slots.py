@@ -51,10 +51,12 @@ def test_a_firing_slot_passes_the_certification_checks(
 ) -> None:
     location = direct.location
     database = str(location.path) if location.dialect == "sqlite" else str(location.dsn)
-    scheduled.register(acta_app, Sink(location.dialect, database, location.schema))
+    sink = Sink(location.dialect, database, location.schema)
+    scheduled.register(acta_app, sink)
     for _ in range(4):
         acta_host.advance("1s")
         acta_host.run_until_idle()
+    sink.close()
     [(status, executions, expected)] = direct.execute(
         "SELECT r.status, r.executions, "
         "(SELECT count(*) FROM {schema}.expected x WHERE x.job_ref = j.job_ref) "

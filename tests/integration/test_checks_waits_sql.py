@@ -72,6 +72,7 @@ def _run(acta_app: Acta, acta_host: Host, direct: Planter) -> dict[str, list[str
         acta_app.signal(ref, signalled.SIGNAL, signalled.payload(ref))  # releases the wait
     acta_host.advance(sleeping.NAP * 2)
     acta_host.run_until_idle()
+    sink.close()
     statuses = {job.job_ref: job.status.label for job in acta_app.jobs()}
     assert set(statuses.values()) == {"succeeded"}, statuses
     assert len(statuses) == 2 + 5 + 5 * (1 + children.CHILDREN)
