@@ -10,9 +10,10 @@ Every lab-app worker has an ``OutboxSource`` for that schema, so whichever holds
 
 The producer learns a delivered job's ref only once it is in the ledger: ``during`` looks for
 jobs under the source's deduplication keys (``outbox:certify:<row id>``) and records each in
-the expected table (must succeed) as it appears; the run is not drained until every committed
-row has been seen delivered. Check ``outbox_delivered_once``: each committed row became exactly
-one job (none lost, none twice, none from a rolled-back row), and the outbox is empty.
+the expected table (must succeed) as it appears, on a connection of its own; the run is not
+drained until every committed row has been seen delivered. Check ``outbox_delivered_once``:
+each committed row became exactly one job (none lost, none twice, none from a rolled-back
+row), and the outbox is empty.
 
 SQLite is skipped: the source would be a second SQLite file, which the ledger's checks cannot
 join; the relay there is covered by the conformance suite.
@@ -32,6 +33,12 @@ JOB = "certify.outboxed"
 SOURCE = "certify"
 PER_TRANSACTION = 5
 LOOK_EVERY = 0.5  # seconds between the producer's looks for delivered jobs
+# Idempotent: a batch cut by a terminated session or a server restart may have written some of
+# its rows (autocommit), and is written again in full on the next look.
+EXPECT = (
+    "INSERT INTO {ledger}.expected (job_ref, workload, outcome) "
+    "VALUES (%(ref)s, %(workload)s, %(outcome)s) ON CONFLICT (job_ref) DO NOTHING"
+)
 DELIVERED = (
     "SELECT j.job_ref, CAST(substr(j.dedup_key, length(%(prefix)s) + 1) AS bigint) "
     "FROM {ledger}.jobs j WHERE left(j.dedup_key, length(%(prefix)s)) = %(prefix)s"
@@ -121,28 +128,35 @@ def during(ctx: Enqueueing, elapsed: float) -> None:
         return
     ctx.state["next_look"] = elapsed + LOOK_EVERY
     seen: set[int] = ctx.state["seen"]
-    found = _delivered(ctx)
-    new = [(ref, row) for ref, row in found if row not in seen]
-    if new:
-        ctx.ledger.expect(WORKLOAD.name, [ref for ref, _ in new], JobStatus.SUCCEEDED)
-        seen.update(row for _, row in new)
+    conn = _connection(ctx)
+    ledger = f'"{ctx.ledger.schema}".'
+    try:
+        found = conn.execute(DELIVERED.replace("{ledger}.", ledger), {"prefix": PREFIX})
+        new = [(str(ref), int(row)) for ref, row in found if int(row) not in seen]
+        if new:
+            params = [
+                {"ref": ref, "workload": WORKLOAD.name, "outcome": int(JobStatus.SUCCEEDED)}
+                for ref, _ in new
+            ]
+            with conn.cursor() as cursor:
+                cursor.executemany(EXPECT.replace("{ledger}.", ledger), params)
+    except Exception:
+        conn.close()  # opened again on the next look
+        raise
+    seen.update(row for _, row in new)
     ctx.state["pending"] = [row for row in pending if row not in seen]
+    if not ctx.state["pending"]:
+        conn.close()  # every row seen: nothing more to look for
 
 
-def _delivered(ctx: Enqueueing) -> list[tuple[str, int]]:
-    """(job ref, outbox row id) of every job delivered so far, on a connection of the
-    workload's own (the ledger's is the main loop's); a cut one is opened again next time."""
+def _connection(ctx: Enqueueing) -> Any:
+    """The workload's own connection to the ledger's server (the run's is the main loop's)."""
     import psycopg
 
     conn: Any = ctx.state.get("conn")
     if conn is None or conn.closed:
         conn = ctx.state["conn"] = psycopg.connect(ctx.ledger.database, autocommit=True)
-    sql = DELIVERED.replace("{ledger}.", f'"{ctx.ledger.schema}".')
-    try:
-        return [(str(ref), int(row)) for ref, row in conn.execute(sql, {"prefix": PREFIX})]
-    except Exception:
-        conn.close()
-        raise
+    return conn
 
 
 PREFIX = f"outbox:{SOURCE}:"
