@@ -1,11 +1,11 @@
 """The Tier A certification on every submission, and proof that its checks can fail.
 
 ``test_tier_a_certifies`` runs ``anvil certify`` Tier A (anvil/certify/tiers.py: about 1,500
-jobs of ten workloads, three worker processes, a SIGKILL every ~4 s, one SIGSTOP zombie, and
-terminated PostgreSQL sessions or a SQLite write lock held past busy_timeout) on each provider,
-then requires every check to hold. A failure names the record (kept under the test's temporary
-folder, or ``$ACTA_CERTIFY_OUT``), the seed (``ACTA_CERTIFY_SEED=S`` replays its fault
-schedule) and the offending rows.
+jobs of fourteen workloads, fifteen on PostgreSQL, three worker processes, a SIGKILL every
+~4 s, one SIGSTOP zombie, and terminated PostgreSQL sessions or a SQLite write lock held past
+busy_timeout) on each provider, then requires every check to hold. A failure names the record
+(kept under the test's temporary folder, or ``$ACTA_CERTIFY_OUT``), the seed
+(``ACTA_CERTIFY_SEED=S`` replays its fault schedule) and the offending rows.
 
 ``test_broken_fencing_is_caught`` runs a small certification against a deliberately broken
 worker (``ACTA_ANVIL_BREAK_FENCING=1``: the lab app strips the lease fence from the SQL acta
@@ -73,6 +73,11 @@ def test_tier_a_certifies(request: pytest.FixtureRequest, tmp_path: Path, provid
     assert len(kills) >= 2 and "zombie" in kinds and "wake" in kinds, record["faults"]
     assert ("backends" if provider == "postgres" else "lock") in kinds, record["faults"]
     assert record["stats"]["leases_lost"] > 0
+    # The waits, the schedule and the outbox really ran: their checks judged something.
+    stats = record["stats"]
+    assert stats["suspensions"] > 0 and stats["signals"] > 0, stats
+    assert stats["firings"] >= 10, stats  # a 1 s schedule over a 30 s window and the drain
+    assert stats["outbox_delivered"] > 0 or provider == "sqlite", stats
 
 
 def test_broken_fencing_is_caught(request: pytest.FixtureRequest, tmp_path: Path) -> None:

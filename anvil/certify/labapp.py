@@ -29,7 +29,10 @@ BREAK_FENCING = "ACTA_ANVIL_BREAK_FENCING"
 
 def build(dialect: str, database: str, schema: str, sink: Sink | None = None) -> Acta:
     """An app declaring every workload's jobs; ``sink`` None: a producer (no handler runs)."""
-    app = Acta(database, schema=schema) if dialect == "postgres" else Acta(database)
+    from anvil.certify.workloads import outboxed
+
+    outbox = outboxed.source(dialect, database, schema)
+    app = Acta(database, schema=schema, outbox=outbox) if dialect == "postgres" else Acta(database)
     for workload in all_workloads():
         workload.register(app, sink or NullSink())
     return app

@@ -139,7 +139,8 @@ def render(record: dict[str, Any]) -> str:
     ]
     for w in record["workloads"]:
         checks = ", ".join(f"`{c}`" for c in w["checks"]) or "-"
-        out.append(f"| {w['name']} | {w['jobs']} | {checks} | {_cell(w['summary'])} |")
+        what = w["summary"] + (f" (skipped, {w['skipped']})" if w.get("skipped") else "")
+        out.append(f"| {w['name']} | {w['jobs']} | {checks} | {_cell(what)} |")
     out += [
         "",
         f"Fleet: {tier['workers']} worker processes of {tier['executors']} executors, "

@@ -41,6 +41,12 @@ STATS = {
     "worker_incarnations": "SELECT count(*) FROM {schema}.workers",
     "workers_declared_dead": "SELECT count(*) FROM {schema}.events WHERE code = 52",
     "retries": "SELECT count(*) FROM {schema}.events WHERE code = 12",
+    # What the waits, the schedule and the outbox did: a check that holds over none of them
+    # proves nothing, so the record says how many there were.
+    "suspensions": "SELECT count(*) FROM {schema}.events WHERE code = 24",
+    "signals": "SELECT count(*) FROM {schema}.events WHERE code = 25",
+    "firings": "SELECT count(*) FROM {schema}.events WHERE code = 46",
+    "outbox_delivered": "SELECT count(*) FROM {schema}.events WHERE code = 48",
 }
 
 
@@ -108,6 +114,7 @@ def certify(options: Options) -> tuple[dict[str, Any], Path]:
         raise
     finally:
         if not keep:
+            _teardown(options.workloads, ledger)
             drop(ledger)
         ledger.close()
         if not keep:
@@ -128,13 +135,18 @@ def _run(options: Options, ledger: Ledger, name: str, started_at: str) -> dict[s
     }
     if options.break_fencing:
         env[BREAK_FENCING] = "1"
+    # A workload that cannot run on this provider is skipped, and the record says why.
+    workloads = [w for w in options.workloads if ledger.dialect in w.providers]
+    skipped = [w for w in options.workloads if ledger.dialect not in w.providers]
+    for w in workloads:
+        w.setup(ledger.dialect, ledger.database, ledger.schema)
     producer = build(ledger.dialect, ledger.database, ledger.schema)
-    counts = shares(options.workloads, tier.jobs)
+    counts = shares(workloads, tier.jobs)
     contexts = {
         w.name: Enqueueing(
             producer, ledger, counts[w.name], random.Random(f"{seed}-{w.name}"), tier.window
         )
-        for w in options.workloads
+        for w in workloads
     }
     planned = fault_plan.plan(
         seed,
@@ -148,7 +160,9 @@ def _run(options: Options, ledger: Ledger, name: str, started_at: str) -> dict[s
     )
     fleet = Fleet(run_id, env, ledger.database, ledger.dialect)
     injector = fault_plan.Injector(fleet, ledger, planned, seed)
-    notes: list[str] = []
+    notes: list[str] = [
+        f"workload {w.name} skipped on {ledger.dialect}: {w.skipped_because}" for w in skipped
+    ]
     drained = False
     done = threading.Event()
     try:
@@ -162,7 +176,7 @@ def _run(options: Options, ledger: Ledger, name: str, started_at: str) -> dict[s
                 raise RuntimeError(f"the workers did not start:\n{fleet.tail()}")
             fleet.pump(0.1)
         t0 = clock.monotonic()
-        for workload in options.workloads:
+        for workload in workloads:
             workload.enqueue(contexts[workload.name])
             fleet.pump(0)
         # The fault schedule counts from the end of the enqueue: faults planned for its
@@ -176,7 +190,7 @@ def _run(options: Options, ledger: Ledger, name: str, started_at: str) -> dict[s
         # fault schedule must not wait with it.
         producer_thread = threading.Thread(
             target=_produce,
-            args=(options.workloads, contexts, start, done, notes),
+            args=(workloads, contexts, start, done, notes),
             name="certify-producer",
             daemon=True,
         )
@@ -215,7 +229,7 @@ def _run(options: Options, ledger: Ledger, name: str, started_at: str) -> dict[s
         done.set()
         fleet.reap()
         producer.close()
-    verdict = judge(ledger, options.workloads)
+    verdict = judge(ledger, workloads)
     stats = {key: ledger.value(sql) for key, sql in STATS.items()}
     server = ledger.value("SHOW server_version") if ledger.dialect == "postgres" else None
     return {
@@ -227,7 +241,17 @@ def _run(options: Options, ledger: Ledger, name: str, started_at: str) -> dict[s
         "broken_fencing": options.break_fencing,
         "workloads": [
             {"name": w.name, "summary": w.summary, "jobs": counts[w.name], "checks": list(w.checks)}
-            for w in options.workloads
+            for w in workloads
+        ]
+        + [
+            {
+                "name": w.name,
+                "summary": w.summary,
+                "jobs": 0,
+                "checks": [],
+                "skipped": f"not run on {ledger.dialect}: {w.skipped_because}",
+            }
+            for w in skipped
         ],
         "timings": {
             "enqueue_seconds": round(enqueue_seconds, 2),
@@ -243,6 +267,13 @@ def _run(options: Options, ledger: Ledger, name: str, started_at: str) -> dict[s
         "server_version": server,
         **verdict,
     }
+
+
+def _teardown(workloads: list[Workload], ledger: Ledger) -> None:
+    """Remove what the workloads made beside the ledger (their ``setup``)."""
+    for w in workloads:
+        if ledger.dialect in w.providers:
+            w.teardown(ledger.dialect, ledger.database, ledger.schema)
 
 
 def _produce(

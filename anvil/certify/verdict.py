@@ -57,7 +57,10 @@ def _plain(value: Any) -> Any:
 def judge(ledger: Ledger, workloads: Sequence[Workload]) -> dict[str, Any]:
     """Every check's result and the summary; ``passed`` when no check found a violation."""
     names = list(CERTIFY)
-    params: dict[str, Any] = {}
+    from anvil.certify.workloads.outboxed import source_schema
+
+    # Run-specific parameters: where this run's outbox source is (outbox_delivered_once).
+    params: dict[str, Any] = {"outbox_schema": source_schema(ledger.schema)}
     for workload in workloads:
         names += [n for n in workload.checks if n not in names]
         params.update(workload.params)

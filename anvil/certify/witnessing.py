@@ -53,10 +53,12 @@ class Sink:
         row = {"job_ref": str(ctx.job), "execution": ctx.execution, "pid": os.getpid()}
         self._write(self.run_insert, row)
 
-    def record(self, ref: object, step: str, execution: int) -> str:
-        """Leave one step-body witness row; its token (a fresh uuid) is returned for the
-        caller's use."""
-        token = str(uuid.uuid4())
+    def record(self, ref: object, step: str, execution: int, token: str | None = None) -> str:
+        """Leave one step-body witness row; its token (``token``, else a fresh uuid) is
+        returned for the caller's use (a handler that received a value from outside, such as
+        a signal's payload, records that value, so a check can compare it with what was
+        sent)."""
+        token = token or str(uuid.uuid4())
         row = {
             "job_ref": str(ref),
             "step": step,
@@ -66,6 +68,13 @@ class Sink:
         }
         self._write(self.insert, row)
         return token
+
+    def close(self) -> None:
+        """Close the connection (a later write opens another)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
 
     def _write(self, sql: str, row: dict[str, Any]) -> None:
         with self._lock:
@@ -87,5 +96,5 @@ class NullSink(Sink):
     def run(self, ctx: Any) -> None:
         raise AssertionError("the producer never runs handlers")
 
-    def record(self, ref: object, step: str, execution: int) -> str:
+    def record(self, ref: object, step: str, execution: int, token: str | None = None) -> str:
         raise AssertionError("the producer never runs handlers")

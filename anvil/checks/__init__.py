@@ -30,6 +30,20 @@ reads the witness table, where each run of a scheduled handler leaves a row unde
 - ``schedule_witness_once``: a firing's handler ran once in the run that recorded it, and in
   other runs of the firing only where a lost lease or an unfinished run explains it.
 
+Three judge durable waits (``WAITS``), each for one definition named by its parameters; the
+first two also read the witness table:
+
+- ``sleep_honoured``: no run got past a durable sleep before it was due (``sleep_job``,
+  ``sleep_after_step``);
+- ``signal_received_once``: a waiting job was signalled once and its effect saw the payload
+  sent to it (``signal_job``, ``signal_name``, ``signal_step``);
+- ``children_settled``: no child spawned twice, none missing, a parent succeeded only after
+  all its children did, no latch left (``parent_job``, ``children``).
+
+One judges an outbox relay (``OUTBOX``, PostgreSQL): ``outbox_delivered_once``, every staged
+row delivered as exactly one job or quarantined, none from nowhere, the outbox empty; it reads
+the source's schema too (parameters ``outbox_schema`` and ``source``).
+
 Nine judge a certification run (``CERTIFY``, anvil/certify): they read the expected table
 the run keeps beside the ledger (``{schema}.expected``: each job it enqueued and the status it
 must end in) and the witness table, as well as acta's tables:
@@ -69,6 +83,8 @@ FOLDER = Path(__file__).parent
 CHECKS = ("lanes_overlap", "lanes_order", "concurrency_limit", "rate_envelope")
 WITNESSED = ("durable_steps_once", "durable_amo_once")
 SCHEDULES = ("schedule_fired_once", "schedule_no_gap", "schedule_witness_once")
+WAITS = ("sleep_honoured", "signal_received_once", "children_settled")
+OUTBOX = ("outbox_delivered_once",)
 CERTIFY = (
     "certify_lost",
     "certify_outcome",
@@ -100,8 +116,8 @@ class Connection(Protocol):
 
 def check_path(name: str, dialect: str) -> Path:
     """The file that holds check ``name`` for ``dialect`` (the dialect's own, else common)."""
-    if name not in CHECKS + WITNESSED + SCHEDULES + CERTIFY:
-        known = ", ".join(CHECKS + WITNESSED + SCHEDULES + CERTIFY)
+    if name not in CHECKS + WITNESSED + SCHEDULES + WAITS + OUTBOX + CERTIFY:
+        known = ", ".join(CHECKS + WITNESSED + SCHEDULES + WAITS + OUTBOX + CERTIFY)
         raise ValueError(f"no check named {name!r}; the checks are {known}")
     if dialect not in DIALECTS:
         raise ValueError(f"no checks for dialect {dialect!r}; they exist for {DIALECTS}")
@@ -124,11 +140,21 @@ def qualifier(dialect: str, schema: str) -> str:
     return f"{schema}_"
 
 
-def prepare(name: str, dialect: str, schema: str = "acta") -> tuple[str, tuple[str, ...]]:
+def prepare(
+    name: str, dialect: str, schema: str = "acta", outbox: str | None = None
+) -> tuple[str, tuple[str, ...]]:
     """The check's SQL ready for the driver of ``dialect`` (psycopg's pyformat placeholders on
-    PostgreSQL, sqlite3's named ones), and the names of the parameters it takes."""
+    PostgreSQL, sqlite3's named ones), and the names of the parameters it takes. A check that
+    reads an outbox source (its ``{outbox}.`` token) needs ``outbox``, the source's schema."""
     style = "pyformat" if dialect == "postgres" else "named"
     text = replace_schema(check_sql(name, dialect), qualifier(dialect, schema))
+    if "{outbox}." in text:
+        if not outbox:
+            raise ValueError(
+                f"check {name!r} reads an outbox source: give the parameter outbox_schema, "
+                "the schema its acta_outbox table is in"
+            )
+        text = text.replace("{outbox}.", qualifier(dialect, outbox))
     return convert_params(text, style)
 
 
@@ -143,11 +169,12 @@ def run_check(
     breaking the invariant, each as {column: value} (an empty list: it holds).
 
     ``params`` may hold more names than the check takes (one mapping can serve every check);
-    a parameter the check takes and ``params`` lacks is NULL, its documented default. On a
+    a parameter the check takes and ``params`` lacks is NULL, its documented default;
+    ``outbox_schema`` names the outbox source's schema for the checks that read one. On a
     psycopg connection the query runs in a transaction (or savepoint) of its own, so it
     leaves no transaction open behind it."""
-    sql, names = prepare(name, dialect, schema)
     given = dict(params or {})
+    sql, names = prepare(name, dialect, schema, given.get("outbox_schema"))
     bound = {key: given.get(key) for key in names}
     block = getattr(connection, "transaction", None)
     if block is None:
@@ -188,7 +215,9 @@ __all__ = [
     "CERTIFY",
     "CHECKS",
     "DIALECTS",
+    "OUTBOX",
     "SCHEDULES",
+    "WAITS",
     "WITNESSED",
     "check_path",
     "check_sql",

@@ -11,7 +11,11 @@ Adding a kind of job to the certification is adding one module here and naming i
 - ``during(ctx, elapsed)``: optional, called by the certifier's loop while the run goes on
   (to cancel jobs, send signals);
 - ``checks``: the names of the invariant checks (``anvil.checks``) it adds to the
-  certification's common ones, and ``params`` for them.
+  certification's common ones, and ``params`` for them;
+- ``providers``: the dialects it runs on (on the others the run skips it, and its record says
+  so, with ``skipped_because``); ``setup`` and ``teardown``, optional, make and remove what it
+  needs beside the ledger (dialect, database, ledger schema), before the fleet starts and when
+  the ledger is dropped.
 
 A workload's share of the jobs is ``weight`` over the sum of the weights of the run, up to its
 ``most`` when it has one (what a capped workload leaves goes to the others).
@@ -53,6 +57,10 @@ def _nothing(ctx: Enqueueing, elapsed: float) -> None:
     return None
 
 
+def _no_setup(dialect: str, database: str, schema: str) -> None:
+    return None
+
+
 @dataclass(frozen=True)
 class Workload:
     """One kind of job in the certification (see the module docstring)."""
@@ -66,6 +74,10 @@ class Workload:
     checks: Sequence[str] = ()
     params: dict[str, Any] = field(default_factory=dict)
     most: int | None = None  # at most this many jobs (one-by-one enqueues are slow)
+    providers: tuple[str, ...] = ("sqlite", "postgres")
+    skipped_because: str = ""  # why it does not run on the other providers
+    setup: Callable[[str, str, str], None] = _no_setup
+    teardown: Callable[[str, str, str], None] = _no_setup
 
 
 def all_workloads() -> list[Workload]:
@@ -73,17 +85,38 @@ def all_workloads() -> list[Workload]:
     from anvil.certify.workloads import (
         batch,
         cancels,
+        children,
         durable,
         flaky,
         keyed,
         laned,
+        outboxed,
         plain,
         rated,
+        scheduled,
+        signalled,
+        sleeping,
         timeouts,
         txn,
     )
 
-    modules = (plain, batch, flaky, timeouts, cancels, txn, laned, keyed, rated, durable)
+    modules = (
+        plain,
+        batch,
+        flaky,
+        timeouts,
+        cancels,
+        txn,
+        laned,
+        keyed,
+        rated,
+        durable,
+        sleeping,
+        signalled,
+        children,
+        scheduled,
+        outboxed,
+    )
     return [module.WORKLOAD for module in modules]
 
 

@@ -12,7 +12,8 @@
 -- spend none. Every run started is one execution-started (10) event at the full audit level
 -- the certification's definitions use. Too few attempts would let a poison job loop
 -- forever; too many fail jobs early. Restarted jobs (70) get their attempts back and are left
--- out.
+-- out, and so are recurring slots (a row of schedules names them): each firing starts its
+-- attempts afresh, which the schedule checks judge.
 WITH spent AS (
     SELECT e.job_id,
            sum(CASE WHEN e.code = 11 AND e.outcome IN (2, 3) THEN 1
@@ -33,6 +34,7 @@ JOIN {schema}.jobs j ON j.id = r.job_id
 JOIN {schema}.definitions d ON d.id = j.definition_id
 LEFT JOIN spent s ON s.job_id = r.job_id
 WHERE d.name NOT LIKE 'sys.%'
+  AND NOT EXISTS (SELECT 1 FROM {schema}.schedules s WHERE s.slot_id = r.job_id)
   AND NOT EXISTS (SELECT 1 FROM {schema}.events x WHERE x.job_id = r.job_id AND x.code = 70)
   AND (r.attempts <> COALESCE(s.attempts, 0) OR r.executions <> COALESCE(s.starts, 0))
 ORDER BY j.job_ref

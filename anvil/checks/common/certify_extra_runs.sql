@@ -1,6 +1,7 @@
 -- I4 every extra execution is explained: a job ran its handler more than once only where the
 -- ledger records why (its earlier run lost its lease, or failed, timed out, was interrupted,
--- suspended or rescheduled), and every physical run of a handler body is a recorded run.
+-- suspended or rescheduled, or was a recurring slot's firing that re-armed it), and every
+-- physical run of a handler body is a recorded run.
 --
 -- Returns one row per unexplained run (no rows: it holds); portable SQL. No parameters. The
 -- "problem" column says which rule broke.
@@ -14,9 +15,11 @@
 -- Three rules:
 -- 1. Each execution-started (10) other than a job's last is closed by lease-lost (30) or by
 --    execution-finished (11) with an outcome that sends the job round again: failed (2),
---    timed-out (3), interrupted (5), suspended (7), rescheduled (8). A run closed as
---    succeeded, cancelled or paused, or not closed at all, and then followed by another run,
---    is a duplicate execution the ledger cannot explain.
+--    timed-out (3), interrupted (5), suspended (7), rescheduled (8); or followed by rearmed
+--    (14) of the same execution: a recurring slot's firing ended and re-armed the slot, whose
+--    next firing is a new run. A run closed as succeeded, cancelled or paused, or not closed
+--    at all, and then followed by another run, is a duplicate execution the ledger cannot
+--    explain.
 -- 2. Each witnessed run (job, execution) has its execution-started event: a body running
 --    under an execution number no claim recorded is a ghost run.
 -- 3. No (job, execution) has two witnessed runs: one claim, one run.
@@ -38,7 +41,7 @@ WHERE s.execution < s.last_execution
   AND NOT EXISTS (
       SELECT 1 FROM {schema}.events c
       WHERE c.job_id = s.job_id AND c.execution = s.execution
-        AND (c.code = 30 OR (c.code = 11 AND c.outcome IN (2, 3, 5, 7, 8))))
+        AND (c.code = 30 OR (c.code = 11 AND c.outcome IN (2, 3, 5, 7, 8) OR c.code = 14)))
 UNION ALL
 SELECT r.job_ref, r.execution, 'a witnessed run has no execution-started event'
 FROM runs r

@@ -7,7 +7,8 @@
 -- or paused (statuses below 100), or any row with a lease owner, after every worker stopped
 -- gracefully, is work the fleet left behind: a lease that recovery never took back, a lane
 -- that never promoted its next member, a wait nobody released. acta's own "sys." jobs are
--- recurring and always waiting; they are left out.
+-- recurring and always waiting; they are left out, and so are recurring slots (a row of
+-- schedules names them), which never end either: the schedule checks judge those.
 SELECT j.job_ref,
        d.name,
        r.status,
@@ -17,5 +18,6 @@ FROM {schema}.runtime r
 JOIN {schema}.jobs j ON j.id = r.job_id
 JOIN {schema}.definitions d ON d.id = j.definition_id
 WHERE d.name NOT LIKE 'sys.%'
+  AND NOT EXISTS (SELECT 1 FROM {schema}.schedules s WHERE s.slot_id = j.id)
   AND (r.status < 100 OR r.lease_owner IS NOT NULL)
 ORDER BY j.job_ref
