@@ -93,7 +93,9 @@ class Worker:
             registry=deployment.registry,
             clock=self.clock,
             identity=self.identity,
-            committer=Committer(ledger, self.identity),
+            committer=Committer(
+                ledger, self.identity, self.settings, halted=lambda: self.env.killed
+            ),
             slots=self.slots,
             threads=self.threads,
             rng=random.Random(seed),
@@ -288,6 +290,7 @@ class Worker:
         runs = await self.claim(1)
         if not runs:
             return None, None
+        runs[0].urgent = True  # one run, then its outcome: a bulk window would only delay it
         return await self.execute(runs[0]), runs[0].job.name
 
     def _spawn(self, run: Run) -> None:
@@ -346,14 +349,21 @@ class Worker:
     # -- lifecycle ------------------------------------------------------------------------
 
     def free_executors(self) -> int:
-        """Executors neither running a job nor stuck in an abandoned sync handler."""
-        return self.slots.free(self.runs.values())
+        """Executors neither running a job nor stuck in an abandoned sync handler (a bulk run
+        whose settle waits for its flush window holds none)."""
+        return self.slots.free([run for run in self.runs.values() if not run.settling])
+
+    def flush(self) -> None:
+        """Commit the settles waiting in the bulk flush window now (call on the loop)."""
+        self.env.committer.flush()
 
     def kill(self) -> None:
         """Behave as if the process died this instant: no write of any kind from now on."""
         self.env.killed = True
         if self._loop is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self.env.giving_up.set)
+            # The open flush window is lost, as in a crash: its waiting runs learn it now.
+            self._loop.call_soon_threadsafe(self.env.committer.flush)
         for run in list(self.runs.values()):
             run.stop(Stop.KILLED)
         self.threads.shutdown(wait=False)
@@ -413,6 +423,7 @@ class Worker:
         hand back the rest and mark this incarnation stopped. Bounded: a database that is away
         costs at most one more cancel grace; unfinished jobs are left for recovery."""
         self._claim_loop.enabled = False
+        self.env.committer.drain()  # a graceful stop commits every finished run's settle
         if deadline is None:
             deadline = self.clock.now() + self.shutdown_grace
         beating = asyncio.ensure_future(self._beatuntil(deadline))
