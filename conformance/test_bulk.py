@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Awaitable, Callable
 
 from acta import Acta, EventCode, JobContext, JobStatus
+from acta.clock import ManualClock
+from acta.provider.protocol import Provider
 from acta.runtime.run import Run, RunEnd
 from acta.runtime.worker import Worker
 from acta_testing import AsyncHost
@@ -182,3 +185,58 @@ async def test_a_run_that_used_durable_state_does_not_wait(
     # An urgent settle takes the open window with it: one commit for both.
     assert [str(end) for end in await asyncio.gather(*waiting)] == ["completed"]
     assert (await acta_async_host.job(simple)).status is JobStatus.SUCCEEDED
+
+
+async def test_a_serving_bulk_worker_claims_three_batches_ahead_and_flushes_on_the_clock(
+    acta_app: Acta, acta_provider: Provider, acta_clock: ManualClock
+) -> None:
+    running, release = 0, asyncio.Event()
+
+    @acta_app.job("transcode")
+    async def transcode(n: int) -> None:
+        nonlocal running
+        running += 1
+        await release.wait()
+        running -= 1
+
+    with acta_app.bound(acta_provider, acta_clock):
+        await acta_app.enqueue_batch_async([transcode.request(i) for i in range(10)])
+        worker = acta_app.worker(executors=2, profile="bulk", flush="1s", clock=acta_clock)
+        stopping = asyncio.Event()
+        serving = asyncio.create_task(worker.serve(stopping))
+
+        async def labels() -> list[str]:
+            return sorted(j.status.label for j in await acta_app.jobs_async())
+
+        async def ahead() -> bool:  # two running, three batches of two leased and waiting
+            return running == 2 and (await labels()).count("dispatched") == 6
+
+        await _until(ahead)
+        assert await labels() == ["dispatched"] * 6 + ["executing"] * 2 + ["ready"] * 2
+        release.set()
+
+        async def all_finished() -> bool:  # every handler returned; settles in the window
+            return (
+                running == 0
+                and worker.env.committer.unflushed + (await labels()).count("succeeded") == 10
+            )
+
+        await _until(all_finished)
+        assert worker.env.committer.unflushed > 0  # the clock has not moved: they wait
+        acta_clock.advance("1s")
+
+        async def drained() -> bool:
+            return await labels() == ["succeeded"] * 10
+
+        await _until(drained)
+        stopping.set()
+        await serving
+
+
+async def _until(predicate: Callable[[], Awaitable[bool]]) -> None:
+    """Yield to the loop until ``predicate()`` holds (bounded; no wall-clock sleeping)."""
+    for _ in range(10_000):
+        if await predicate():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("condition never held")
