@@ -187,7 +187,7 @@ async def test_a_run_that_used_durable_state_does_not_wait(
     assert (await acta_async_host.job(simple)).status is JobStatus.SUCCEEDED
 
 
-async def test_a_serving_bulk_worker_claims_three_batches_ahead_and_flushes_on_the_clock(
+async def test_a_serving_bulk_worker_starts_three_batches_ahead_and_flushes_on_the_clock(
     acta_app: Acta, acta_provider: Provider, acta_clock: ManualClock
 ) -> None:
     running, release = 0, asyncio.Event()
@@ -208,11 +208,16 @@ async def test_a_serving_bulk_worker_claims_three_batches_ahead_and_flushes_on_t
         async def labels() -> list[str]:
             return sorted(j.status.label for j in await acta_app.jobs_async())
 
-        async def ahead() -> bool:  # two running, three batches of two leased and waiting
-            return running == 2 and (await labels()).count("dispatched") == 6
+        async def ahead() -> bool:  # two running, three batches of two claimed and waiting
+            return running == 2 and (await labels()).count("executing") == 8
 
         await _until(ahead)
-        assert await labels() == ["dispatched"] * 6 + ["executing"] * 2 + ["ready"] * 2
+        for _ in range(100):  # it must not take more than three batches ahead
+            await asyncio.sleep(0)
+        # Bulk starts what it claims in the claim's commit: the eight are all executing (a
+        # crash now would charge each an attempt), though only two handlers run.
+        assert running == 2
+        assert await labels() == ["executing"] * 8 + ["ready"] * 2
         release.set()
 
         async def all_finished() -> bool:  # every handler returned; settles in the window
@@ -240,3 +245,29 @@ async def _until(predicate: Callable[[], Awaitable[bool]]) -> None:
             return
         await asyncio.sleep(0)
     raise AssertionError("condition never held")
+
+
+async def test_a_crash_charges_an_attempt_to_jobs_claimed_ahead(
+    acta_app: Acta, acta_async_host: AsyncHost
+) -> None:
+    ran: Counter[int] = Counter()
+
+    @acta_app.job("digest", max_attempts=3)
+    async def digest(n: int) -> None:
+        ran[n] += 1
+
+    refs = [await digest.enqueue_async(n) for n in range(3)]
+    bulk = await acta_async_host.add_worker(profile="bulk", executors=1)
+    runs = await bulk.claim(3)
+    # All three were started by the claim, though one executor could run only one of them.
+    assert await _statuses(acta_async_host, refs) == [JobStatus.EXECUTING] * 3
+    assert [r.started is not None for r in runs] == [True] * 3
+    acta_async_host.kill(bulk)  # before any handler ran
+    peer = acta_async_host.worker
+    await acta_async_host.advance(bulk.lease + peer.heartbeat)
+    assert await acta_async_host.run_until_idle(peer) == 3
+    assert ran == Counter({0: 1, 1: 1, 2: 1})
+    for ref in refs:
+        job = await acta_async_host.job(ref)
+        # The relaxation bulk documents: the lapsed start counts as an attempt.
+        assert job.status is JobStatus.SUCCEEDED and (job.attempts, job.executions) == (1, 2)

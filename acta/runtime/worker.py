@@ -246,7 +246,9 @@ class Worker:
         for an executor (and are started then)."""
         await self.ensure_registered()
         self._loop = asyncio.get_running_loop()
-        start = min(limit, self.free_executors())
+        # Bulk starts everything it claims in the claim's commit (a crash then charges an
+        # attempt to the jobs claimed ahead too: documented); the others only what can run now.
+        start = limit if self.profile == "bulk" else min(limit, self.free_executors())
         runs = await self.claimer.claim(limit, start, frozenset(self.runs))
         for run in runs:
             self.runs[run.job.job_id] = run
@@ -301,9 +303,7 @@ class Worker:
     async def _claim_step(self, now: datetime) -> datetime:
         if self.killed:
             return now + self.poll
-        # Buffered workers claim ahead (up to ``prefetch`` more than their executors), so the
-        # next runs are leased and waiting while the current ones settle.
-        free = self.free_executors() + self.settings.prefetch
+        free = self._room()
         if free <= 0:
             return now + self.poll  # busy: the heartbeat still takes a due recovery
         runs = await self.claim(free)
@@ -336,7 +336,7 @@ class Worker:
 
     async def _heartbeat_step(self, now: datetime) -> datetime:
         await self.beat()
-        if not self.killed and self.free_executors() + self.settings.prefetch <= 0:
+        if not self.killed and self._room() <= 0:
             # A worker this busy claims nothing, yet recovery must never wait behind user
             # work: take a due recovery slot by its id (it runs without an executor). Once per
             # heartbeat, recovery's own cadence, so a busy fleet adds one query per beat.
@@ -352,6 +352,16 @@ class Worker:
         """Executors neither running a job nor stuck in an abandoned sync handler (a bulk run
         whose settle waits for its flush window holds none)."""
         return self.slots.free([run for run in self.runs.values() if not run.settling])
+
+    def _room(self) -> int:
+        """How many jobs the next claim may take. Buffered and bulk workers claim ahead (up to
+        ``prefetch`` more than their executors), so the next runs are leased and waiting while
+        the current ones settle. Bulk claims only once a whole batch fits: fewer, larger
+        claims."""
+        room = self.free_executors() + self.settings.prefetch
+        if self.profile == "bulk" and room < self.executors:
+            return 0
+        return room
 
     def flush(self) -> None:
         """Commit the settles waiting in the bulk flush window now (call on the loop)."""
