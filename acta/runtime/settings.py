@@ -28,8 +28,8 @@ LEASE_BEATS = 4
 DEAD_BEATS = 7
 # All start what they claim for free executors in the claim's own commit; buffered also
 # claims one batch ahead, started later as executors free up; direct claims only for free ones;
-# bulk claims several batches ahead and group-commits settles on a flush window, so a crash can
-# cost a re-run of the jobs whose settles were still in the window.
+# bulk claims several batches ahead, starts them all in the claim (a crash charges each an
+# attempt) and group-commits settles on a flush window (a crash re-runs the window's jobs).
 PROFILES = ("buffered", "direct", "bulk")
 BULK_AHEAD = 3
 """Batches of executors a bulk worker keeps claimed ahead."""
