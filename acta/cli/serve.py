@@ -73,10 +73,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         choices=("buffered", "direct", "bulk"),
         default="buffered",
         help="buffered: also claim one batch ahead of the free executors; direct: claim only "
-        "for free executors; bulk: claim several batches ahead and commit finished jobs "
-        "together every --flush (a crash can run the jobs of one unflushed window again: "
-        "for safely re-runnable work only). All start a job for a free executor in the "
-        "claim's own commit (default buffered)",
+        "for free executors; both start a job for a free executor in the claim's own commit. "
+        "bulk: claim three batches ahead, start them all in the claim, and commit finished "
+        "jobs together every --flush (a crash can run the jobs of one unflushed window again "
+        "and charges an attempt to the jobs claimed ahead: for safely re-runnable work only) "
+        "(default buffered)",
     )
     worker.add_argument(
         "--flush",
