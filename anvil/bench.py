@@ -54,7 +54,7 @@ class Plan:
     poll: float = 1.0  # acta's default safety poll
     # Worker execution profiles: the default one everywhere, the others for bell pickups and
     # for these (processes, executors) drains.
-    profiles: tuple[str, ...] = (DEFAULT_PROFILE, "direct")
+    profiles: tuple[str, ...] = (DEFAULT_PROFILE, "direct", "bulk")
     other_profile_drains: tuple[tuple[int, int], ...] = ((1, 16),)
     warmups: int = 1
     runs: int = 3

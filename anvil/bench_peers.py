@@ -1,6 +1,6 @@
 """The peer benchmark: ``python -m anvil.bench_peers`` (what ``nox -s bench-peers`` runs).
 
-acta (on its ``buffered`` and ``direct`` profiles), pgqueuer and procrastinate on the same
+acta (on its ``buffered``, ``direct`` and ``bulk`` profiles), pgqueuer and procrastinate on the same
 PostgreSQL, measured the same way (``anvil.peers.base`` mirrors ``anvil.measure``): single
 enqueue, batch enqueue, drain of a backlog with 1 and 2 worker processes, pickup latency into
 an idle worker. Every job is zero-work. The systems take turns within each round (the order
@@ -30,7 +30,7 @@ from anvil.measure import loadavg, other_tests
 from anvil.peers import base
 from anvil.workload import Target, clock
 
-ACTA_PROFILES = ("buffered", "direct")
+ACTA_PROFILES = ("buffered", "direct", "bulk")
 RETRIES = 5
 RETRY_PAUSE = 10.0
 PEERS = ("pgqueuer", "procrastinate")
@@ -173,6 +173,8 @@ AIMS = (
     ("acta-buffered", "pgqueuer", "enqueue_single.jobs_per_s", 1.0),
     ("acta-buffered", "pgqueuer", "enqueue_batch.jobs_per_s", 1.5),
     ("acta-buffered", "pgqueuer", "pickup.p50_ms", 1.0),
+    ("acta-bulk", "pgqueuer", "drain_1.jobs_per_s", 1.3),
+    ("acta-bulk", "pgqueuer", "drain_2.jobs_per_s", 1.5),
 )
 
 

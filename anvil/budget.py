@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m anvil.budget", description=__doc__)
     parser.add_argument("--dsn", default=os.environ.get("ACTA_BENCH_DSN") or DEFAULT_DSN)
     parser.add_argument("--jobs", type=int, default=1_000)
-    parser.add_argument("--profiles", default="buffered,direct")
+    parser.add_argument("--profiles", default="buffered,direct,bulk")
     parser.add_argument("--out", type=Path, help="write the JSON here")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     _check_postgres(args.dsn)

@@ -1,5 +1,8 @@
 """The direct profile (claim and start in one commit) keeps every guarantee of the buffered one:
-retries, recovery of a killed worker, fencing, hand-back without a handler, graceful stop."""
+retries, recovery of a killed worker, fencing, hand-back without a handler, graceful stop.
+
+The bulk profile runs the same specs: driven one job at a time (the test host's ticks) it must
+keep them all. Its flush window, the one thing it relaxes, has its own specs (test_bulk)."""
 
 from __future__ import annotations
 
@@ -13,9 +16,11 @@ from acta.provider.protocol import Provider
 from acta_testing import Host
 
 
-@pytest.fixture
-def direct(acta_app: Acta, acta_provider: Provider, acta_clock: ManualClock) -> Iterator[Host]:
-    host = Host(acta_app, acta_provider, acta_clock, profile="direct")
+@pytest.fixture(params=["direct", "bulk"])
+def direct(
+    acta_app: Acta, acta_provider: Provider, acta_clock: ManualClock, request: pytest.FixtureRequest
+) -> Iterator[Host]:
+    host = Host(acta_app, acta_provider, acta_clock, profile=request.param)
     yield host
     host.close()
 
@@ -71,8 +76,9 @@ def test_direct_zombie_is_fenced(acta_app: Acta, direct: Host) -> None:
     assert direct.event_names(ref).count("write-fenced") == 1
 
 
+@pytest.mark.parametrize("profile", ["direct", "bulk"])
 def test_direct_without_a_handler_hands_back_without_starting(
-    acta_provider: Provider, acta_clock: ManualClock
+    acta_provider: Provider, acta_clock: ManualClock, profile: str
 ) -> None:
     producer, other_build = Acta(), Acta()
     producer.define("old-report")
@@ -83,7 +89,7 @@ def test_direct_without_a_handler_hands_back_without_starting(
 
     with producer.bound(acta_provider, acta_clock):
         ref = producer.enqueue("old-report")
-    host = Host(other_build, acta_provider, acta_clock, profile="direct")
+    host = Host(other_build, acta_provider, acta_clock, profile=profile)
     try:
         assert host.tick() == "rearmed"
         job = other_build.get(ref)

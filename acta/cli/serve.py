@@ -70,11 +70,28 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     worker.add_argument(
         "--profile",
-        choices=("buffered", "direct"),
+        choices=("buffered", "direct", "bulk"),
         default="buffered",
         help="buffered: also claim one batch ahead of the free executors; direct: claim only "
-        "for free executors. Both start a job for a free executor in the claim's own commit "
+        "for free executors; both start a job for a free executor in the claim's own commit. "
+        "bulk: claim three batches ahead, start them all in the claim, and commit finished "
+        "jobs together every --flush (a crash can run the jobs of one unflushed window again "
+        "and charges an attempt to the jobs claimed ahead: for safely re-runnable work only) "
         "(default buffered)",
+    )
+    worker.add_argument(
+        "--flush",
+        type=duration,
+        default="50ms",
+        metavar="DURATION",
+        help="bulk only: how long finished jobs wait to be committed together (default 50ms)",
+    )
+    worker.add_argument(
+        "--flush-max",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="bulk only: the most finished jobs one flush commits (default 1000)",
     )
     worker.add_argument(
         "--retention-every",
@@ -152,6 +169,8 @@ def command(args: argparse.Namespace, host_app: Acta | None) -> int:
         shutdown_grace=args.shutdown_grace,
         listen=args.listen,
         profile=args.profile,
+        flush=args.flush,
+        flush_max=args.flush_max,
         retention_every=args.retention_every,
         event_retention=args.event_retention,
     )

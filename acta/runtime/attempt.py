@@ -30,6 +30,7 @@ from acta.runtime.durable import DurablePort
 from acta.runtime.environment import RunEnv
 from acta.runtime.port import Suspend
 from acta.runtime.run import Run, RunEnd, Stop
+from acta.runtime.system_jobs import SYSTEM_JOBS
 from acta.sync_context import SyncJobContext
 
 # A start or settle the database could not take is tried again, backing off up to this.
@@ -201,7 +202,13 @@ async def settle(env: RunEnv, run: Run, plan: Transition, outcome: RunEnd) -> Ru
         return RunEnd.LEASE_LOST
     if run.slot:
         plan = replace(plan, slot=True)  # its settle closes the firing: never the fused path
-    written = await keep_trying(env, run, lambda: env.committer.settle(plan), "settle")
+    urgent = _urgent(run)
+    if env.committer.windowed and not urgent:
+        # Bulk: the settle waits in the flush window; the run frees its executor meanwhile
+        # (the claim loop may fill it) and keeps its lease until the settle is committed.
+        run.settling = True
+        env.slots.announce()
+    written = await keep_trying(env, run, lambda: env.committer.settle(plan, urgent), "settle")
     if isinstance(written, RunEnd):
         return written
     if env.killed:
@@ -213,6 +220,17 @@ async def settle(env: RunEnv, run: Run, plan: Transition, outcome: RunEnd) -> Ru
     if written is JobStatus.CANCELLED:
         return RunEnd.CANCELLED
     return outcome
+
+
+def _urgent(run: Run) -> bool:
+    """Whether a settle must not wait for a bulk flush window: the run is not safely run again
+    from the start after a crash, or is driven one at a time.
+
+    A run that used durable state (steps, variables, waits, children) has recorded progress an
+    at-most-once step may depend on; a schedule slot's run fires its schedule; acta's own jobs
+    (recovery, retention) keep the fleet healthy. Losing their settle would re-run more than
+    plain work, so the bulk profile commits them at once."""
+    return run.urgent or run.durable or run.slot or run.job.name in SYSTEM_JOBS
 
 
 async def keep_trying(

@@ -86,11 +86,13 @@ class PortBase:
         return self.env.ledger.now()
 
     async def _read(self, make: Callable[[], Verb[T]]) -> T:
+        self.run.durable = True  # a job with durable state never waits in a bulk flush window
         return await self.env.ledger.run_async(make, name="durable")
 
     async def _write(self, make: Callable[[], Verb[T | None]], what: str) -> T:
         if self.env.killed:  # a dead process writes nothing, even under a lease not yet lapsed
             raise LeaseLostError(f"{what} was not written: the worker is gone")
+        self.run.durable = True
         done = await self.env.ledger.run_async(make, name="durable")
         if done is None or done is False:
             self.run.stop(Stop.LEASE_LOST)

@@ -76,6 +76,14 @@ class Run:
     """For a run of a schedule slot: what it fires (the handler sees it as ``ctx.firing``)."""
     slot: bool = False
     """Whether the run is a schedule slot's: its settle must close the firing."""
+    durable: bool = False
+    """Whether the run read or wrote durable state (steps, variables, waits, children, notes):
+    on the bulk profile its settle is never held for the flush window."""
+    urgent: bool = False
+    """Settle at once even on the bulk profile (a run driven one at a time: ``run_one``)."""
+    settling: bool = False
+    """The handler is done and the settle waits in the bulk flush window: the run holds no
+    executor, but its lease is still renewed until the settle is committed."""
 
     def stop(self, reason: Stop) -> None:
         if self.stop_reason is None:

@@ -3,6 +3,10 @@
 ``heartbeat`` is the one liveness knob: the lease is four heartbeats and a worker silent for
 seven is dead, by construction, so peers that agree on it agree on everything.
 
+On the ``bulk`` profile, ``flush`` is the window a finished run's settle may wait for others
+before they are committed together, and ``flush_max`` the most settles one transaction carries
+(a full buffer is flushed at once).
+
 Retention (``sys.retention``) runs every ``retention_every``, purging ``retention_batch`` rows
 per transaction, and deletes events older than ``event_retention``; peers should agree on the
 event retention, since whichever of them claims the slot applies its own.
@@ -22,9 +26,13 @@ from acta.names import validate_tags
 
 LEASE_BEATS = 4
 DEAD_BEATS = 7
-# Both start what they claim for free executors in the claim's own commit; buffered also
-# claims one batch ahead, started later as executors free up; direct claims only for free ones.
-PROFILES = ("buffered", "direct")
+# All start what they claim for free executors in the claim's own commit; buffered also
+# claims one batch ahead, started later as executors free up; direct claims only for free ones;
+# bulk claims several batches ahead, starts them all in the claim (a crash charges each an
+# attempt) and group-commits settles on a flush window (a crash re-runs the window's jobs).
+PROFILES = ("buffered", "direct", "bulk")
+BULK_AHEAD = 3
+"""Batches of executors a bulk worker keeps claimed ahead."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +52,10 @@ class WorkerSettings:
     retention_batch: int = 500
     tags: tuple[str, ...] = ()
     """The worker's own tags (a region, a build, a team), shown in workers_view."""
+    flush: timedelta = timedelta(milliseconds=50)
+    """Bulk only: how long a finished run's settle may wait for others to share its commit."""
+    flush_max: int = 1000
+    """Bulk only: the most settles one flush commits; a buffer this full is flushed at once."""
 
     @classmethod
     def build(
@@ -61,6 +73,8 @@ class WorkerSettings:
         event_retention: str | float | timedelta = "365d",
         retention_batch: int = 500,
         tags: Iterable[str] = (),
+        flush: str | float | timedelta = 0.05,
+        flush_max: int = 1000,
     ) -> WorkerSettings:
         if (
             isinstance(executors, bool)
@@ -69,7 +83,13 @@ class WorkerSettings:
         ):
             raise ValidationError("executors", f"got {executors!r}", "an int from 1 to 1000")
         if profile not in PROFILES:
-            raise ValidationError("profile", f"got {profile!r}", "'buffered' or 'direct'")
+            raise ValidationError("profile", f"got {profile!r}", "'buffered', 'direct' or 'bulk'")
+        if (
+            isinstance(flush_max, bool)
+            or not isinstance(flush_max, int)
+            or not 1 <= flush_max <= 10_000
+        ):
+            raise ValidationError("flush_max", f"got {flush_max!r}", "an int from 1 to 10000")
         if (
             isinstance(retention_batch, bool)
             or not isinstance(retention_batch, int)
@@ -91,6 +111,9 @@ class WorkerSettings:
             event_retention=_positive(event_retention, "event_retention", 86400, 365 * 86400),
             retention_batch=retention_batch,
             tags=validate_tags(tags),
+            # A window longer than a heartbeat would hold finished runs' leases for nothing.
+            flush=_positive(flush, "flush", 0.001, 5),
+            flush_max=flush_max,
         )
 
     @property
@@ -103,8 +126,11 @@ class WorkerSettings:
 
     @property
     def prefetch(self) -> int:
-        """Claimed-ahead runs: buffered workers keep up to one batch leased and waiting; direct
-        ones start what they claim, so they claim only for free executors."""
+        """Claimed-ahead runs: buffered workers keep up to one batch leased and waiting, bulk
+        ones several; direct ones start what they claim, so they claim only for free
+        executors."""
+        if self.profile == "bulk":
+            return self.executors * BULK_AHEAD
         return self.executors if self.profile == "buffered" else 0
 
 

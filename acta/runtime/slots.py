@@ -55,6 +55,11 @@ class Slots:
         if acquiring.done() and not acquiring.cancelled():
             run.holds_slot = True
 
+    def announce(self) -> None:
+        """Say an executor is free for new claims without a slot changing hands (a bulk run
+        whose settle waits for its flush window no longer counts against the executors)."""
+        self._on_free()
+
     def give_back(self, run: Run) -> None:
         """The run's handler is done. Safe to call more than once."""
         if run.holds_slot and self._semaphore is not None:

@@ -93,7 +93,9 @@ class Worker:
             registry=deployment.registry,
             clock=self.clock,
             identity=self.identity,
-            committer=Committer(ledger, self.identity),
+            committer=Committer(
+                ledger, self.identity, self.settings, halted=lambda: self.env.killed
+            ),
             slots=self.slots,
             threads=self.threads,
             rng=random.Random(seed),
@@ -244,7 +246,9 @@ class Worker:
         for an executor (and are started then)."""
         await self.ensure_registered()
         self._loop = asyncio.get_running_loop()
-        start = min(limit, self.free_executors())
+        # Bulk starts everything it claims in the claim's commit (a crash then charges an
+        # attempt to the jobs claimed ahead too: documented); the others only what can run now.
+        start = limit if self.profile == "bulk" else min(limit, self.free_executors())
         runs = await self.claimer.claim(limit, start, frozenset(self.runs))
         for run in runs:
             self.runs[run.job.job_id] = run
@@ -288,6 +292,7 @@ class Worker:
         runs = await self.claim(1)
         if not runs:
             return None, None
+        runs[0].urgent = True  # one run, then its outcome: a bulk window would only delay it
         return await self.execute(runs[0]), runs[0].job.name
 
     def _spawn(self, run: Run) -> None:
@@ -298,9 +303,7 @@ class Worker:
     async def _claim_step(self, now: datetime) -> datetime:
         if self.killed:
             return now + self.poll
-        # Buffered workers claim ahead (up to ``prefetch`` more than their executors), so the
-        # next runs are leased and waiting while the current ones settle.
-        free = self.free_executors() + self.settings.prefetch
+        free = self._room()
         if free <= 0:
             return now + self.poll  # busy: the heartbeat still takes a due recovery
         runs = await self.claim(free)
@@ -333,7 +336,7 @@ class Worker:
 
     async def _heartbeat_step(self, now: datetime) -> datetime:
         await self.beat()
-        if not self.killed and self.free_executors() + self.settings.prefetch <= 0:
+        if not self.killed and self._room() <= 0:
             # A worker this busy claims nothing, yet recovery must never wait behind user
             # work: take a due recovery slot by its id (it runs without an executor). Once per
             # heartbeat, recovery's own cadence, so a busy fleet adds one query per beat.
@@ -346,14 +349,31 @@ class Worker:
     # -- lifecycle ------------------------------------------------------------------------
 
     def free_executors(self) -> int:
-        """Executors neither running a job nor stuck in an abandoned sync handler."""
-        return self.slots.free(self.runs.values())
+        """Executors neither running a job nor stuck in an abandoned sync handler (a bulk run
+        whose settle waits for its flush window holds none)."""
+        return self.slots.free([run for run in self.runs.values() if not run.settling])
+
+    def _room(self) -> int:
+        """How many jobs the next claim may take. Buffered and bulk workers claim ahead (up to
+        ``prefetch`` more than their executors), so the next runs are leased and waiting while
+        the current ones settle. Bulk claims only once a whole batch fits: fewer, larger
+        claims."""
+        room = self.free_executors() + self.settings.prefetch
+        if self.profile == "bulk" and room < self.executors:
+            return 0
+        return room
+
+    def flush(self) -> None:
+        """Commit the settles waiting in the bulk flush window now (call on the loop)."""
+        self.env.committer.flush()
 
     def kill(self) -> None:
         """Behave as if the process died this instant: no write of any kind from now on."""
         self.env.killed = True
         if self._loop is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self.env.giving_up.set)
+            # The open flush window is lost, as in a crash: its waiting runs learn it now.
+            self._loop.call_soon_threadsafe(self.env.committer.flush)
         for run in list(self.runs.values()):
             run.stop(Stop.KILLED)
         self.threads.shutdown(wait=False)
@@ -413,6 +433,7 @@ class Worker:
         hand back the rest and mark this incarnation stopped. Bounded: a database that is away
         costs at most one more cancel grace; unfinished jobs are left for recovery."""
         self._claim_loop.enabled = False
+        self.env.committer.drain()  # a graceful stop commits every finished run's settle
         if deadline is None:
             deadline = self.clock.now() + self.shutdown_grace
         beating = asyncio.ensure_future(self._beatuntil(deadline))
