@@ -196,9 +196,7 @@ def shape_overview(rows: Any, alerts: list[AlertInfo], schedules: list[ScheduleI
         "counts_capped": over_cap,
         "count_cap": COUNT_CAP,
         "finished_since": fact(rows.since),
-        "counts_shown": {
-            name: shown(n, name in over_cap) for name, n in counts.items()
-        },
+        "counts_shown": {name: shown(n, name in over_cap) for name, n in counts.items()},
         "backlog": backlog,
         "throughput": {
             "since": fact(rows.since),

@@ -2,8 +2,9 @@
 
 Every read is bounded (a LIMIT, a time window, or one group per definition) and runs on an
 index, so a page costs the same on a ledger of any size: open jobs are counted up to
-``COUNT_CAP``, finished ones only within ``WINDOW``; the overview's reads run in one transaction, so its numbers agree
-with each other. Rows come back as plain dicts; the pages and the JSON API shape them.
+``COUNT_CAP``, finished ones only within ``WINDOW``. The overview's reads run in one
+transaction, so its numbers agree with each other. Rows come back as plain dicts; the pages
+and the JSON API shape them.
 """
 
 from __future__ import annotations

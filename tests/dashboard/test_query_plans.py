@@ -127,9 +127,7 @@ def test_no_dashboard_statement_scans_jobs_runtime_or_events(
                 # The overview's counts read runtime through the index made for them (and the
                 # lease index for leased jobs), each one a range with a LIMIT.
                 used = {
-                    n.get("Index Name")
-                    for n in nodes(tree)
-                    if n.get("Relation Name") == "runtime"
+                    n.get("Index Name") for n in nodes(tree) if n.get("Relation Name") == "runtime"
                 }
                 assert used <= {"runtime_by_status", "runtime_leases"}, (ledger, op.statement, used)
                 assert "runtime_by_status" in used, (ledger, op.statement, used)
