@@ -23,32 +23,38 @@ WITH ns AS (
 SELECT
     (SELECT count(*) FROM (
         SELECT 1 FROM {schema}.runtime r
-        WHERE r.namespace_id = (SELECT ns.id FROM ns) AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 10
+        WHERE r.namespace_id = (SELECT ns.id FROM ns)
+          AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 10
           AND r.definition_id NOT IN (SELECT sys.id FROM sys)
         LIMIT :cap) c) AS ready,
     (SELECT count(*) FROM (
         SELECT 1 FROM {schema}.runtime r
-        WHERE r.namespace_id = (SELECT ns.id FROM ns) AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 11
+        WHERE r.namespace_id = (SELECT ns.id FROM ns)
+          AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 11
           AND r.definition_id NOT IN (SELECT sys.id FROM sys)
         LIMIT :cap) c) AS blocked,
     (SELECT count(*) FROM (
         SELECT 1 FROM {schema}.runtime r
-        WHERE r.namespace_id = (SELECT ns.id FROM ns) AND r.status IN (20, 21) AND r.status = 20
+        WHERE r.namespace_id = (SELECT ns.id FROM ns)
+          AND r.status IN (20, 21) AND r.status = 20
           AND r.definition_id NOT IN (SELECT sys.id FROM sys)
         LIMIT :cap) c) AS dispatched,
     (SELECT count(*) FROM (
         SELECT 1 FROM {schema}.runtime r
-        WHERE r.namespace_id = (SELECT ns.id FROM ns) AND r.status IN (20, 21) AND r.status = 21
+        WHERE r.namespace_id = (SELECT ns.id FROM ns)
+          AND r.status IN (20, 21) AND r.status = 21
           AND r.definition_id NOT IN (SELECT sys.id FROM sys)
         LIMIT :cap) c) AS executing,
     (SELECT count(*) FROM (
         SELECT 1 FROM {schema}.runtime r
-        WHERE r.namespace_id = (SELECT ns.id FROM ns) AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 30
+        WHERE r.namespace_id = (SELECT ns.id FROM ns)
+          AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 30
           AND r.definition_id NOT IN (SELECT sys.id FROM sys)
         LIMIT :cap) c) AS suspended,
     (SELECT count(*) FROM (
         SELECT 1 FROM {schema}.runtime r
-        WHERE r.namespace_id = (SELECT ns.id FROM ns) AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 31
+        WHERE r.namespace_id = (SELECT ns.id FROM ns)
+          AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 31
           AND r.definition_id NOT IN (SELECT sys.id FROM sys)
         LIMIT :cap) c) AS paused;
 
@@ -66,16 +72,19 @@ FROM (
     SELECT d.name AS job_name,
            (SELECT count(*) FROM (
                SELECT 1 FROM {schema}.runtime r
-               WHERE r.namespace_id = d.namespace_id AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 10
+               WHERE r.namespace_id = d.namespace_id
+                 AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 10
                  AND r.definition_id = d.id
                LIMIT :cap) c) AS jobs,
            (SELECT count(*) FROM (
                SELECT 1 FROM {schema}.runtime r
-               WHERE r.namespace_id = d.namespace_id AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 10
+               WHERE r.namespace_id = d.namespace_id
+                 AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 10
                  AND r.definition_id = d.id AND r.next_run_at <= :now_at
                LIMIT :cap) c) AS due,
            (SELECT r.next_run_at FROM {schema}.runtime r
-            WHERE r.namespace_id = d.namespace_id AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 10
+            WHERE r.namespace_id = d.namespace_id
+              AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 10
               AND r.definition_id = d.id
             ORDER BY r.next_run_at
             LIMIT 1) AS oldest_at
