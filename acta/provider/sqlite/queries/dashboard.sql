@@ -9,7 +9,11 @@ SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')) AS now_at;
 -- Open jobs of the namespace per status, acta's own system jobs left out. Each count is one
 -- range of an index whose leading keys are (namespace_id, status): runtime_by_status for ready,
 -- blocked, suspended and paused jobs, runtime_leases for leased ones. Each reads at most :cap
--- entries, so a count equal to :cap means "at least that many" (the page says so). Finished
+-- entries, so a count equal to :cap means "at least that many" (the page says so). Each is
+-- ordered by its index's next keys, so only a walk of that index stops at the cap: a pass
+-- over the table would read and sort every match, and the planner no longer prefers one
+-- where most rows match (a LIMIT alone lets it, and on a heap ordered by age that pass
+-- crosses the whole history before it meets the backlog). Finished
 -- jobs are not counted here: the overview counts those finished within its window
 -- (dash_throughput), so no read walks the history.
 -- SQLite uses a partial index only where the WHERE clause repeats its predicate as
@@ -26,43 +30,50 @@ SELECT
         WHERE r.namespace_id = (SELECT ns.id FROM ns)
           AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 10
           AND r.definition_id NOT IN (SELECT sys.id FROM sys)
+        ORDER BY r.definition_id, r.next_run_at
         LIMIT :cap) c) AS ready,
     (SELECT count(*) FROM (
         SELECT 1 FROM {schema}.runtime r
         WHERE r.namespace_id = (SELECT ns.id FROM ns)
           AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 11
           AND r.definition_id NOT IN (SELECT sys.id FROM sys)
+        ORDER BY r.definition_id, r.next_run_at
         LIMIT :cap) c) AS blocked,
     (SELECT count(*) FROM (
         SELECT 1 FROM {schema}.runtime r
         WHERE r.namespace_id = (SELECT ns.id FROM ns)
           AND r.status IN (20, 21) AND r.status = 20
           AND r.definition_id NOT IN (SELECT sys.id FROM sys)
+        ORDER BY r.lease_expires_at
         LIMIT :cap) c) AS dispatched,
     (SELECT count(*) FROM (
         SELECT 1 FROM {schema}.runtime r
         WHERE r.namespace_id = (SELECT ns.id FROM ns)
           AND r.status IN (20, 21) AND r.status = 21
           AND r.definition_id NOT IN (SELECT sys.id FROM sys)
+        ORDER BY r.lease_expires_at
         LIMIT :cap) c) AS executing,
     (SELECT count(*) FROM (
         SELECT 1 FROM {schema}.runtime r
         WHERE r.namespace_id = (SELECT ns.id FROM ns)
           AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 30
           AND r.definition_id NOT IN (SELECT sys.id FROM sys)
+        ORDER BY r.definition_id, r.next_run_at
         LIMIT :cap) c) AS suspended,
     (SELECT count(*) FROM (
         SELECT 1 FROM {schema}.runtime r
         WHERE r.namespace_id = (SELECT ns.id FROM ns)
           AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 31
           AND r.definition_id NOT IN (SELECT sys.id FROM sys)
+        ORDER BY r.definition_id, r.next_run_at
         LIMIT :cap) c) AS paused;
 
 -- name: dash_backlog
 -- Ready jobs per definition: how many, how many are due, and the oldest one's due time. One
 -- row per definition of the catalog (system jobs left out), each read from runtime_by_status:
 -- the counts as ranges capped at :cap entries, the oldest as the first entry of the
--- definition's range (the index is in next_run_at order within it). Definitions with no
+-- definition's range (the index is in next_run_at order within it); ordered like the index,
+-- so only an index walk stops at the cap. Definitions with no
 -- ready job are dropped; the longest waiting come first.
 -- SQLite uses a partial index only where the WHERE clause repeats its predicate as
 -- written, hence the IN list beside each status.
@@ -75,12 +86,14 @@ FROM (
                WHERE r.namespace_id = d.namespace_id
                  AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 10
                  AND r.definition_id = d.id
+               ORDER BY r.next_run_at
                LIMIT :cap) c) AS jobs,
            (SELECT count(*) FROM (
                SELECT 1 FROM {schema}.runtime r
                WHERE r.namespace_id = d.namespace_id
                  AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 10
                  AND r.definition_id = d.id AND r.next_run_at <= :now_at
+               ORDER BY r.next_run_at
                LIMIT :cap) c) AS due,
            (SELECT r.next_run_at FROM {schema}.runtime r
             WHERE r.namespace_id = d.namespace_id
