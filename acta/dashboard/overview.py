@@ -110,7 +110,11 @@ def verdict(
     if alerts:
         actions.append(f"{len(alerts)} open alert{'s' if len(alerts) != 1 else ''} to look at.")
     if due and not alive:
-        actions.append(f"{due} job{'s are' if due != 1 else ' is'} due and no worker is alive.")
+        # A capped backlog row counts its due jobs only up to the cap: then say "at least".
+        floor = "at least " if any("due" in b["capped"] for b in backlog) else ""
+        actions.append(
+            f"{floor}{due:,} job{'s are' if due != 1 else ' is'} due and no worker is alive."
+        )
     if lost:
         actions.append(
             f"{len(lost)} worker{'s' if len(lost) != 1 else ''} stopped heartbeating; "

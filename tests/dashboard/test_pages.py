@@ -92,6 +92,7 @@ def test_overview_caps_open_counts_and_counts_finished_jobs_in_the_window_only(
         tick.enqueue(n)  # 7 ready and due: past the cap
     for n in range(5):
         tock.enqueue(n, delay="1h")  # exactly the cap, none due
+    acta_host.stop()  # no live worker: the verdict counts the due jobs, "at least" past the cap
     data = dashboard().get("/api/overview").json()
     assert data["count_cap"] == 5
     assert data["counts"]["ready"] == 5 and data["counts_capped"] == ["ready"]
@@ -102,6 +103,7 @@ def test_overview_caps_open_counts_and_counts_finished_jobs_in_the_window_only(
     assert backlog["tick"]["capped"] == ["ready", "due"]
     assert (backlog["tock"]["ready"], backlog["tock"]["due"]) == (5, 0)
     assert backlog["tock"]["capped"] == [] and backlog["tock"]["oldest_due_at"] is None
+    assert "at least 5 jobs are due and no worker is alive." in data["verdict"]["reasons"]
     page = dashboard().get("/").text
     assert 'data-testid="count-ready" data-count="ready">5+<' in page
     assert 'data-testid="count-succeeded" data-count="succeeded">1<' in page
