@@ -12,7 +12,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from acta.alerts import AlertInfo
-from acta.model.codes import JobStatus, WorkerStatus
+from acta.dashboard.queries import COUNT_CAP
+from acta.model.codes import WorkerStatus
 from acta.ops.explanation import fact, span
 from acta.schedules import ScheduleInfo
 
@@ -109,7 +110,11 @@ def verdict(
     if alerts:
         actions.append(f"{len(alerts)} open alert{'s' if len(alerts) != 1 else ''} to look at.")
     if due and not alive:
-        actions.append(f"{due} job{'s are' if due != 1 else ' is'} due and no worker is alive.")
+        # A capped backlog row counts its due jobs only up to the cap: then say "at least".
+        floor = "at least " if any("due" in b["capped"] for b in backlog) else ""
+        actions.append(
+            f"{floor}{due:,} job{'s are' if due != 1 else ' is'} due and no worker is alive."
+        )
     if lost:
         actions.append(
             f"{len(lost)} worker{'s' if len(lost) != 1 else ''} stopped heartbeating; "
@@ -141,27 +146,49 @@ def verdict(
     return {"level": level, "headline": headline, "reasons": actions + notes}
 
 
+def capped(n: int) -> tuple[int, bool]:
+    """A count read with ``COUNT_CAP + 1`` as its limit: the count to show, and whether
+    there are more than that."""
+    return min(n, COUNT_CAP), n > COUNT_CAP
+
+
+def shown(n: int, over: bool) -> str:
+    """A count in words for the page: ``1,234``, or ``10,000+`` past the cap."""
+    return f"{n:,}+" if over else f"{n:,}"
+
+
+def backlog_row(b: Data, now: datetime) -> Data:
+    ready, ready_over = capped(int(b["jobs"]))
+    due, due_over = capped(int(b["due"] or 0))
+    return {
+        "job_name": b["job_name"],
+        "ready": ready,
+        "due": due,
+        "capped": [name for name, over in (("ready", ready_over), ("due", due_over)) if over],
+        "oldest_due_at": fact(b["oldest_due_at"]),
+        "oldest_due_age": None if b["oldest_due_at"] is None else span(now - b["oldest_due_at"]),
+    }
+
+
 def shape_overview(rows: Any, alerts: list[AlertInfo], schedules: list[ScheduleInfo]) -> Data:
     now: datetime = rows.now
-    counts = {s.label: rows.counts.get(int(s), 0) for s in JobStatus}
-    backlog = [
-        {
-            "job_name": b["job_name"],
-            "ready": int(b["jobs"]),
-            "due": int(b["due"] or 0),
-            "oldest_due_at": fact(b["oldest_due_at"]),
-            "oldest_due_age": None
-            if b["oldest_due_at"] is None
-            else span(now - b["oldest_due_at"]),
-        }
-        for b in rows.backlog
-    ]
+    drawn = chart(rows.throughput)
+    # Open jobs are counted up to the cap; finished ones only within the chart's window, the
+    # same numbers as the throughput line, so neither count grows with the history.
+    counts: dict[str, int] = {}
+    over_cap: list[str] = []
+    for name, n in rows.counts.items():
+        counts[name], over = capped(n)
+        if over:
+            over_cap.append(name)
+    for name in ("succeeded", "failed", "cancelled"):
+        counts[name] = sum(drawn[name])
+    backlog = [backlog_row(b, now) for b in rows.backlog]
     # Names with a due job first, the longest waiting first; then the rest by name.
     backlog.sort(
         key=lambda b: (b["oldest_due_at"] is None, b["oldest_due_at"] or "", b["job_name"])
     )
     workers = worker_rows(rows.workers, now)
-    drawn = chart(rows.throughput)
     open_alerts = [alert_row(a) for a in alerts]
     upcoming = sorted(
         (s for s in schedules if s.next_at is not None), key=lambda s: s.next_at or now
@@ -170,6 +197,10 @@ def shape_overview(rows: Any, alerts: list[AlertInfo], schedules: list[ScheduleI
         "now": fact(now),
         "verdict": verdict(counts, backlog, workers, open_alerts, sum(drawn["failed"]), now),
         "counts": counts,
+        "counts_capped": over_cap,
+        "count_cap": COUNT_CAP,
+        "finished_since": fact(rows.since),
+        "counts_shown": {name: shown(n, name in over_cap) for name, n in counts.items()},
         "backlog": backlog,
         "throughput": {
             "since": fact(rows.since),

@@ -1,8 +1,10 @@
 """The dashboard's reads: verbs over the ``dash_*`` statements of each dialect's dashboard.sql.
 
-Every read is bounded (a LIMIT, a time window, or one group per definition) so a page costs the
-same on a ledger of any size; the overview's reads run in one transaction, so its numbers agree
-with each other. Rows come back as plain dicts; the pages and the JSON API shape them.
+Every read is bounded (a LIMIT, a time window, or one group per definition) and runs on an
+index, so a page costs the same on a ledger of any size: open jobs are counted up to
+``COUNT_CAP``, finished ones only within ``WINDOW``. The overview's reads run in one
+transaction, so its numbers agree with each other. Rows come back as plain dicts; the pages
+and the JSON API shape them.
 """
 
 from __future__ import annotations
@@ -17,8 +19,13 @@ Row = dict[str, Any]
 WINDOW = timedelta(hours=1)
 """The overview's look back: throughput, failures, recently stopped workers."""
 WORKERS_SHOWN = 100
+BACKLOG_SHOWN = 100
+COUNT_CAP = 10_000
+"""Open jobs are counted exactly up to this many per status (and per definition in the
+backlog); past it a count reads "10,000+". Each count walks at most this many index entries,
+so the overview costs the same on a ledger of any size."""
 TAG_SEPARATOR = "\x1f"
-READY = 10
+OPEN_STATUSES = ("ready", "blocked", "dispatched", "executing", "suspended", "paused")
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,9 +34,11 @@ class OverviewRows:
 
     now: datetime
     since: datetime
-    counts: dict[int, int]
+    counts: dict[str, int]
+    """Open jobs per status label, each at most ``COUNT_CAP`` (then read as "at least")."""
     backlog: list[Row]
-    """One row per definition with ready jobs: job_name, jobs (ready), due, oldest_due_at."""
+    """One row per definition with ready jobs: job_name, jobs (ready), due, oldest_due_at;
+    jobs and due at most ``COUNT_CAP``."""
     throughput: list[Row]
     workers: list[Row]
 
@@ -45,7 +54,12 @@ def database_now(now: datetime | None) -> Verb[datetime]:
 def overview(namespace: str, now: datetime | None) -> Verb[OverviewRows]:
     at = yield from database_now(now)
     since = at - WINDOW
-    groups = yield fetch_all("dash_job_groups", {"namespace": namespace, "now_at": at})
+    # One entry past the cap tells "exactly the cap" from "more than the cap".
+    counted = yield fetch_one("dash_job_counts", {"namespace": namespace, "cap": COUNT_CAP + 1})
+    backlog = yield fetch_all(
+        "dash_backlog",
+        {"namespace": namespace, "now_at": at, "cap": COUNT_CAP + 1, "limit": BACKLOG_SHOWN},
+    )
     throughput = yield fetch_all(
         "dash_throughput", {"namespace": namespace, "since": since, "now_at": at}
     )
@@ -53,19 +67,11 @@ def overview(namespace: str, now: datetime | None) -> Verb[OverviewRows]:
     return OverviewRows(
         now=at,
         since=since,
-        counts=_counts(groups),
-        backlog=[g for g in groups if int(g["status"]) == READY],
+        counts={s: int(counted[s]) if counted else 0 for s in OPEN_STATUSES},
+        backlog=backlog,
         throughput=throughput,
         workers=workers,
     )
-
-
-def _counts(groups: list[Row]) -> dict[int, int]:
-    counts: dict[int, int] = {}
-    for group in groups:
-        status = int(group["status"])
-        counts[status] = counts.get(status, 0) + int(group["jobs"])
-    return counts
 
 
 def workers(namespace: str, now: datetime | None) -> Verb[tuple[datetime, list[Row]]]:

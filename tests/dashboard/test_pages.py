@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from starlette.testclient import TestClient
 
 from acta import Acta, JobStatus, SyncJobContext
+from acta.dashboard import overview, queries
 from acta_testing import Host
 from tests.dashboard.conftest import EVIL, Ledger
 
@@ -60,6 +62,52 @@ def test_overview_counts_backlog_workers_alerts_and_throughput(
     assert 'data-testid="count-failed" data-count="failed">1<' in page.text
     assert 'data-testid="health-verdict" data-level="action"' in page.text
     assert page.text.count('class="bad"') == 60  # one failure bar per minute of the hour
+
+
+def test_overview_caps_open_counts_and_counts_finished_jobs_in_the_window_only(
+    acta_app: Acta,
+    acta_host: Host,
+    dashboard: Callable[..., TestClient],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A cap of 5 stands in for 10,000: the reads ask for one row past it, the page says "5+".
+    monkeypatch.setattr(queries, "COUNT_CAP", 5)
+    monkeypatch.setattr(overview, "COUNT_CAP", 5)
+
+    @acta_app.job("tick")
+    def tick(n: int) -> int:
+        return n
+
+    @acta_app.job("tock")
+    def tock(n: int) -> int:
+        return n
+
+    for n in range(3):
+        tick.enqueue(n)
+    acta_host.run_until_idle()  # 3 succeeded, now
+    acta_host.advance("2h")  # ... and out of the window
+    tick.enqueue(99)
+    acta_host.run_until_idle()  # 1 succeeded within the window
+    for n in range(7):
+        tick.enqueue(n)  # 7 ready and due: past the cap
+    for n in range(5):
+        tock.enqueue(n, delay="1h")  # exactly the cap, none due
+    acta_host.stop()  # no live worker: the verdict counts the due jobs, "at least" past the cap
+    data = dashboard().get("/api/overview").json()
+    assert data["count_cap"] == 5
+    assert data["counts"]["ready"] == 5 and data["counts_capped"] == ["ready"]
+    assert data["counts_shown"]["ready"] == "5+"
+    assert data["counts"]["succeeded"] == 1 == data["throughput"]["succeeded"]
+    backlog = {b["job_name"]: b for b in data["backlog"]}
+    assert (backlog["tick"]["ready"], backlog["tick"]["due"]) == (5, 5)
+    assert backlog["tick"]["capped"] == ["ready", "due"]
+    assert (backlog["tock"]["ready"], backlog["tock"]["due"]) == (5, 0)
+    assert backlog["tock"]["capped"] == [] and backlog["tock"]["oldest_due_at"] is None
+    assert "at least 5 jobs are due and no worker is alive." in data["verdict"]["reasons"]
+    page = dashboard().get("/").text
+    assert 'data-testid="count-ready" data-count="ready">5+<' in page
+    assert 'data-testid="count-succeeded" data-count="succeeded">1<' in page
+    assert "finished since" in page
 
 
 def test_overview_says_all_clear_on_a_quiet_ledger(

@@ -23,7 +23,7 @@
   }
 
   function render(data) {
-    var counts = data.counts || {};
+    var counts = data.counts_shown || {};  // "10,000+" past the cap, as the page shows
     Object.keys(counts).forEach(function (name) {
       var el = document.querySelector('[data-count="' + name + '"]');
       if (el) { el.textContent = String(counts[name]); }

@@ -559,6 +559,9 @@ CREATE UNIQUE INDEX results_pkey ON {schema}.results USING btree (job_id);
 -- index runtime_by_owner on runtime
 CREATE INDEX runtime_by_owner ON {schema}.runtime USING btree (lease_owner) WHERE (lease_owner IS NOT NULL);
 
+-- index runtime_by_status on runtime
+CREATE INDEX runtime_by_status ON {schema}.runtime USING btree (namespace_id, status, definition_id, next_run_at) WHERE (status = ANY (ARRAY[10, 11, 30, 31, 101, 102]));
+
 -- index runtime_claim on runtime
 CREATE INDEX runtime_claim ON {schema}.runtime USING btree (namespace_id, priority DESC, next_run_at, job_id) WHERE (status = ANY (ARRAY[10, 30]));
 

@@ -44,6 +44,11 @@ CREATE INDEX acta_purged_jobs_by_age ON acta_purged_jobs (namespace_id, purged_a
 CREATE INDEX acta_runtime_by_owner
     ON acta_runtime (lease_owner) WHERE lease_owner IS NOT NULL;
 
+-- index acta_runtime_by_status
+CREATE INDEX acta_runtime_by_status
+    ON acta_runtime (namespace_id, status, definition_id, next_run_at)
+    WHERE status IN (10, 11, 30, 31, 101, 102);
+
 -- index acta_runtime_claim
 CREATE INDEX acta_runtime_claim
     ON acta_runtime (namespace_id, priority DESC, next_run_at, job_id)

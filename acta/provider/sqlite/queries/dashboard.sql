@@ -5,32 +5,115 @@
 -- name: dash_now
 SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')) AS now_at;
 
--- name: dash_job_groups
--- Jobs of the namespace per status and definition, in one pass over runtime: the overview's
--- counts by status and its backlog (ready jobs per definition, how many are due, since when
--- the oldest due one waits) both come from these groups. No index makes a count of every row
--- cheaper than one pass; the definitions join is a handful of rows. acta's own system jobs
--- are left out. One group per status and definition: bounded by the catalog, not the jobs.
-SELECT g.status, d.name AS job_name, g.jobs, g.due, g.oldest_due_at
+-- name: dash_job_counts
+-- Open jobs of the namespace per status, acta's own system jobs left out. Each count is one
+-- range of an index whose leading keys are (namespace_id, status): runtime_by_status for ready,
+-- blocked, suspended and paused jobs, runtime_leases for leased ones. Each reads at most :cap
+-- entries, so a count equal to :cap means "at least that many" (the page says so). Each is
+-- ordered by its index's next keys, so only a walk of that index stops at the cap: a pass
+-- over the table would read and sort every match, and the planner no longer prefers one
+-- where most rows match (a LIMIT alone lets it, and on a heap ordered by age that pass
+-- crosses the whole history before it meets the backlog). Finished
+-- jobs are not counted here: the overview counts those finished within its window
+-- (dash_throughput), so no read walks the history.
+-- SQLite uses a partial index only where the WHERE clause repeats its predicate as
+-- written, hence the IN list beside each status.
+WITH ns AS (
+    SELECT n.id FROM {schema}.namespaces n WHERE n.name = :namespace
+), sys AS (
+    SELECT d.id FROM {schema}.definitions d
+    WHERE d.namespace_id = (SELECT ns.id FROM ns) AND d.name LIKE 'sys.%'
+)
+SELECT
+    (SELECT count(*) FROM (
+        SELECT 1 FROM {schema}.runtime r
+        WHERE r.namespace_id = (SELECT ns.id FROM ns)
+          AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 10
+          AND r.definition_id NOT IN (SELECT sys.id FROM sys)
+        ORDER BY r.definition_id, r.next_run_at
+        LIMIT :cap) c) AS ready,
+    (SELECT count(*) FROM (
+        SELECT 1 FROM {schema}.runtime r
+        WHERE r.namespace_id = (SELECT ns.id FROM ns)
+          AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 11
+          AND r.definition_id NOT IN (SELECT sys.id FROM sys)
+        ORDER BY r.definition_id, r.next_run_at
+        LIMIT :cap) c) AS blocked,
+    (SELECT count(*) FROM (
+        SELECT 1 FROM {schema}.runtime r
+        WHERE r.namespace_id = (SELECT ns.id FROM ns)
+          AND r.status IN (20, 21) AND r.status = 20
+          AND r.definition_id NOT IN (SELECT sys.id FROM sys)
+        ORDER BY r.lease_expires_at
+        LIMIT :cap) c) AS dispatched,
+    (SELECT count(*) FROM (
+        SELECT 1 FROM {schema}.runtime r
+        WHERE r.namespace_id = (SELECT ns.id FROM ns)
+          AND r.status IN (20, 21) AND r.status = 21
+          AND r.definition_id NOT IN (SELECT sys.id FROM sys)
+        ORDER BY r.lease_expires_at
+        LIMIT :cap) c) AS executing,
+    (SELECT count(*) FROM (
+        SELECT 1 FROM {schema}.runtime r
+        WHERE r.namespace_id = (SELECT ns.id FROM ns)
+          AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 30
+          AND r.definition_id NOT IN (SELECT sys.id FROM sys)
+        ORDER BY r.definition_id, r.next_run_at
+        LIMIT :cap) c) AS suspended,
+    (SELECT count(*) FROM (
+        SELECT 1 FROM {schema}.runtime r
+        WHERE r.namespace_id = (SELECT ns.id FROM ns)
+          AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 31
+          AND r.definition_id NOT IN (SELECT sys.id FROM sys)
+        ORDER BY r.definition_id, r.next_run_at
+        LIMIT :cap) c) AS paused;
+
+-- name: dash_backlog
+-- Ready jobs per definition: how many, how many are due, and the oldest one's due time. One
+-- row per definition of the catalog (system jobs left out), each read from runtime_by_status:
+-- the counts as ranges capped at :cap entries, the oldest as the first entry of the
+-- definition's range (the index is in next_run_at order within it); ordered like the index,
+-- so only an index walk stops at the cap. Definitions with no
+-- ready job are dropped; the longest waiting come first.
+-- SQLite uses a partial index only where the WHERE clause repeats its predicate as
+-- written, hence the IN list beside each status.
+SELECT b.job_name, b.jobs, b.due,
+       CASE WHEN b.oldest_at <= :now_at THEN b.oldest_at END AS oldest_due_at
 FROM (
-    -- Grouped on the ids first: the per-row work is the count alone.
-    SELECT r.status, r.definition_id, count(*) AS jobs,
-           sum(CASE WHEN r.status = 10 AND r.next_run_at <= :now_at THEN 1 ELSE 0 END)
-               AS due,
-           min(CASE WHEN r.status = 10 AND r.next_run_at <= :now_at THEN r.next_run_at END)
-               AS oldest_due_at
-    FROM {schema}.runtime r
-    WHERE r.namespace_id = (SELECT n.id FROM {schema}.namespaces n WHERE n.name = :namespace)
-    GROUP BY r.status, r.definition_id
-) g
-JOIN {schema}.definitions d ON d.id = g.definition_id
-WHERE d.name NOT LIKE 'sys.%';
+    SELECT d.name AS job_name,
+           (SELECT count(*) FROM (
+               SELECT 1 FROM {schema}.runtime r
+               WHERE r.namespace_id = d.namespace_id
+                 AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 10
+                 AND r.definition_id = d.id
+               ORDER BY r.next_run_at
+               LIMIT :cap) c) AS jobs,
+           (SELECT count(*) FROM (
+               SELECT 1 FROM {schema}.runtime r
+               WHERE r.namespace_id = d.namespace_id
+                 AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 10
+                 AND r.definition_id = d.id AND r.next_run_at <= :now_at
+               ORDER BY r.next_run_at
+               LIMIT :cap) c) AS due,
+           (SELECT r.next_run_at FROM {schema}.runtime r
+            WHERE r.namespace_id = d.namespace_id
+              AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 10
+              AND r.definition_id = d.id
+            ORDER BY r.next_run_at
+            LIMIT 1) AS oldest_at
+    FROM {schema}.definitions d
+    WHERE d.namespace_id = (SELECT n.id FROM {schema}.namespaces n WHERE n.name = :namespace)
+      AND d.name NOT LIKE 'sys.%'
+) b
+WHERE b.jobs > 0
+ORDER BY b.oldest_at, b.job_name
+LIMIT :limit;
 
 -- name: dash_throughput
 -- Jobs that finished since :since, per minute and final status. It reads the runtime rows of
 -- finished jobs through their (namespace_id, updated_at) index, so the events table needs no
--- index by time and every audit level counts the same. Grouped on ids first, like
--- dash_job_groups, so system jobs are left out per group rather than per row.
+-- index by time and every audit level counts the same. Grouped on ids first, so system
+-- jobs are left out per group rather than per row.
 SELECT g.minute, sum(g.succeeded) AS succeeded, sum(g.failed) AS failed,
        sum(g.cancelled) AS cancelled
 FROM (
