@@ -36,6 +36,9 @@ class Loop:
         self.due = due
         self.enabled = True
         self.failures = 0
+        # Rung while its step was in flight: the step's answer (the next poll, say) must not
+        # overwrite the wake-up, or new work waits a whole poll for nothing.
+        self.rung = False
 
     def __repr__(self) -> str:
         return f"<Loop {self.name} due={self.due.isoformat()} enabled={self.enabled}>"
@@ -58,6 +61,7 @@ class Scheduler:
         """Make ``loop`` due now (if given) and wake the scheduler."""
         if loop is not None:
             loop.due = min(loop.due, self.clock.now())
+            loop.rung = True
         self.bell.set()
 
     async def run_due(self) -> datetime:
@@ -68,8 +72,10 @@ class Scheduler:
             now = self.clock.now()
             if loop.due > now:
                 continue
+            loop.rung = False
             try:
-                loop.due = await loop.step(now)
+                due = await loop.step(now)
+                loop.due = min(due, self.clock.now()) if loop.rung else due
                 loop.failures = 0
             except asyncio.CancelledError:
                 raise
