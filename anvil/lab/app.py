@@ -6,7 +6,8 @@ million-job run: the lab exercises the machinery around handlers, not handlers).
 
 Worker processes run ``python -m anvil.lab.app``, configured by environment variables
 (``ACTA_LAB_DATABASE``, ``ACTA_LAB_SCHEMA``, ``ACTA_LAB_EXECUTORS``, ``ACTA_LAB_HEARTBEAT``,
-``ACTA_LAB_POLL``). Their log goes to stdout, which the fleet sends to a file per worker.
+``ACTA_LAB_POLL``, ``ACTA_LAB_PROFILE``). Their log goes to stdout, which the fleet sends to a
+file per worker.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ JOB = "lab.work"
 HEARTBEAT = 1.0
 POLL = 0.05
 EXECUTORS = 16
+PROFILE = "buffered"
 
 
 def build(database: str, schema: str) -> Acta:
@@ -45,6 +47,7 @@ def worker_env(
     executors: int = EXECUTORS,
     heartbeat: float = HEARTBEAT,
     poll: float = POLL,
+    profile: str = PROFILE,
 ) -> dict[str, str]:
     """The environment that configures ``main`` in a child process."""
     return {
@@ -53,6 +56,7 @@ def worker_env(
         "ACTA_LAB_EXECUTORS": str(executors),
         "ACTA_LAB_HEARTBEAT": repr(heartbeat),
         "ACTA_LAB_POLL": repr(poll),
+        "ACTA_LAB_PROFILE": profile,
     }
 
 
@@ -65,6 +69,7 @@ def main() -> None:
         executors=int(env["ACTA_LAB_EXECUTORS"]),
         heartbeat=float(env["ACTA_LAB_HEARTBEAT"]),
         poll=float(env["ACTA_LAB_POLL"]),
+        profile=env.get("ACTA_LAB_PROFILE", PROFILE),
         listen=True,
         shutdown_grace=10,
     )

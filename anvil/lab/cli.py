@@ -29,6 +29,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=3, help="worker processes to start (3)")
     p.add_argument("--executors", type=int, default=lab_app.EXECUTORS, help="per worker")
     p.add_argument("--heartbeat", type=float, default=lab_app.HEARTBEAT, help="seconds")
+    p.add_argument(
+        "--profile",
+        choices=("buffered", "direct", "bulk"),
+        default=lab_app.PROFILE,
+        help="the workers' execution profile (buffered)",
+    )
     p.add_argument("--work-ms", type=int, default=0, help="how long each job takes (0)")
     p.add_argument("--jobs", type=int, default=0, help="jobs to enqueue at the start")
     p.add_argument("--kill-every", type=float, default=0, help="seconds between kills (0: none)")
@@ -69,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         database=args.database,
         executors=args.executors,
         heartbeat=args.heartbeat,
+        profile=args.profile,
         work_ms=args.work_ms,
         keep=args.keep,
     )

@@ -47,6 +47,7 @@ class Options:
     executors: int = lab_app.EXECUTORS
     heartbeat: float = lab_app.HEARTBEAT
     poll: float = lab_app.POLL
+    profile: str = lab_app.PROFILE  # the workers' execution profile
     work_ms: int = 0  # how long each lab job takes
     keep: bool = False  # keep the ledger (schema or file) after the lab ends
 
@@ -89,6 +90,7 @@ class Lab:
             executors=options.executors,
             heartbeat=options.heartbeat,
             poll=options.poll,
+            profile=options.profile,
         )
         self.fleet = Fleet(env, self.workdir)
         self.progress = Progress()

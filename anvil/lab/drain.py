@@ -28,6 +28,7 @@ from acta.clock import SystemClock
 from acta.model.codes import EventCode, JobStatus
 from anvil.lab.control import Lab
 from anvil.lab.fleet import Worker
+from anvil.lab.memory import Memory
 from anvil.lab.observe import Snapshot
 
 clock = SystemClock()
@@ -60,6 +61,7 @@ def run(lab: Lab, plan: Plan, say: Callable[[str], None] = print) -> dict[str, A
     enqueued_at: float | None = None
     snap: Snapshot | None = None
     drained_in_time = True
+    memory = Memory()
     while True:
         now = clock.monotonic()
         if enqueued_at is None and lab.enqueue_done():
@@ -77,6 +79,7 @@ def run(lab: Lab, plan: Plan, say: Callable[[str], None] = print) -> dict[str, A
                 _wait(lab, plan.refresh)
                 continue
             say(_line(lab, snap, now - started))
+            memory.sample([(w.number, w.pid) for w in lab.fleet.live()], now - started)
             next_line = now + plan.refresh
             if enqueued_at is not None and snap.backlog == 0 and snap.jobs >= plan.jobs:
                 break
@@ -107,7 +110,9 @@ def run(lab: Lab, plan: Plan, say: Callable[[str], None] = print) -> dict[str, A
     seen = _await_deaths(lab, lab.fleet.kills, timeout=lab.options.heartbeat * 20 + 10)
     lab.fleet.stop()
     enqueue_s = (enqueued_at - started) if enqueued_at is not None else drained
-    return _record(lab, plan, drained, enqueue_s, seen, drained_in_time)
+    record = _record(lab, plan, drained, enqueue_s, seen, drained_in_time)
+    record["memory"] = {"workers": memory.summary(), "series": memory.samples}
+    return record
 
 
 def _wait(lab: Lab, seconds: float) -> None:
@@ -226,6 +231,7 @@ def _record(
         "provider": lab.options.provider,
         "plan": asdict(plan),
         "executors_per_worker": lab.options.executors,
+        "profile": lab.options.profile,
         "heartbeat_s": lab.options.heartbeat,
         "jobs": plan.jobs,
         "drained": in_time,

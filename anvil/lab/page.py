@@ -11,8 +11,9 @@ Routes: ``GET /`` the page, ``GET /api/state`` the lab's state as JSON (``Lab.st
 (``{"pid": P}``, or a random worker) and ``/api/stop`` (a graceful stop of every worker).
 
 The seam for the dashboard: ``Page.mount(prefix, handler)`` hands every request under
-``prefix`` to ``handler`` (after the same guards), so when ``acta.dashboard`` exists the lab can
-show it beside its own view without this module knowing anything about it.
+``prefix`` to ``handler`` (after the same guards); ``anvil.lab.bridge`` mounts acta's dashboard
+there (``/dashboard/``) when the ``acta[dashboard]`` extra is installed, and ``/api/state``
+lists the mounts so the page can link to it.
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ class _Handler(BaseHTTPRequestHandler):
             html = resources.files("anvil.lab").joinpath("page.html").read_bytes()
             self._send(200, html, "text/html; charset=utf-8")
         elif self.path == "/api/state":
-            self._json(200, self.page.lab.state())
+            self._json(200, {**self.page.lab.state(), "mounts": sorted(self.page.mounts)})
         else:
             self._json(404, {"error": f"no such page: {self.path}"})
 

@@ -36,6 +36,7 @@ def markdown(doc: dict[str, Any]) -> str:
         ("jobs", f"{rec['jobs']:,}"),
         ("worker processes (kept at)", str(rec["plan"]["workers"])),
         ("executors per worker", str(rec["executors_per_worker"])),
+        ("execution profile", rec.get("profile", "buffered")),
         ("heartbeat", f"{rec['heartbeat_s']:g} s (lease {4 * rec['heartbeat_s']:g} s)"),
         ("kill every", f"{rec['plan']['kill_every']:g} s"),
         ("enqueue (batched, during the drain)", f"{rec['enqueue_s']:,.1f} s"),
@@ -71,8 +72,32 @@ def markdown(doc: dict[str, Any]) -> str:
         "| --- | --- |",
         *[f"| {k} | {v} |" for k, v in rows],
         "",
+        *_memory(rec.get("memory")),
     ]
     return "\n".join(lines)
+
+
+def _mib(kib: int | None) -> str:
+    return "-" if kib is None else f"{kib / 1024:,.1f}"
+
+
+def _memory(memory: dict[str, Any] | None) -> list[str]:
+    """The workers' resident memory (anvil.lab.memory), one row per worker process."""
+    if not memory or not memory.get("workers"):
+        return []
+    lines = [
+        "Worker memory (RSS, MiB; growth counted from the first sample after a minute of life):",
+        "",
+        "| worker | samples | lived (s) | first | after 1 min | max | last | growth after 1 min |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for w in memory["workers"]:
+        lines.append(
+            f"| {w['worker']} | {w['samples']} | {w['lived_s']:,.0f} | {_mib(w['first_kib'])} | "
+            f"{_mib(w['warm_kib'])} | {_mib(w['max_kib'])} | {_mib(w['last_kib'])} | "
+            f"{_mib(w['growth_after_warm_up_kib'])} |"
+        )
+    return [*lines, ""]
 
 
 def write(doc: dict[str, Any], json_path: Path) -> tuple[Path, Path]:

@@ -19,6 +19,7 @@ import shutil
 import sys
 from typing import Any
 
+from anvil.lab.bridge import mount_dashboard
 from anvil.lab.control import Lab
 from anvil.lab.page import Page
 
@@ -84,6 +85,7 @@ def run(lab: Lab, workers: int, jobs: int, port: int | None, *, show: bool = Tru
     until ``q``, a stop from the page, or end of input (then the lab keeps running only if the
     page serves it)."""
     page = Page(lab, port).start() if port is not None else None
+    bridge = mount_dashboard(page, lab) if page is not None else None
     out = sys.stdout
     try:
         lab.start_workers(workers)
@@ -91,6 +93,8 @@ def run(lab: Lab, workers: int, jobs: int, port: int | None, *, show: bool = Tru
             lab.enqueue(jobs)
         if page is not None:
             out.write(f"lab page at {page.url}\n")
+            if bridge is not None:
+                out.write(f"acta dashboard of the lab's ledger at {page.url}dashboard/\n")
             out.flush()
         reading = show  # typed commands go with the terminal view
         while not lab.stopped():
@@ -114,4 +118,6 @@ def run(lab: Lab, workers: int, jobs: int, port: int | None, *, show: bool = Tru
     finally:
         if page is not None:
             page.close()
+        if bridge is not None:
+            bridge.close()
     return 0

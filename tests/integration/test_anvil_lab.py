@@ -21,7 +21,9 @@ from typing import Any
 import pytest
 
 from acta.clock import SystemClock
+from anvil.lab import app as lab_app
 from anvil.lab import cli
+from anvil.lab.bridge import mount_dashboard
 from anvil.lab.control import Lab, Options
 from anvil.lab.page import CONTROL_HEADER, Page, loopback_host
 from anvil.lab.terminal import command, render
@@ -84,6 +86,11 @@ def test_a_drain_with_kills_loses_nothing_and_records_it(provider: str, tmp_path
     assert rec["workers_declared_dead"] >= rec["kills"]
     assert rec["recoveries"] >= 1, "the killed worker held leases that recovery took back"
     assert rec["ok"] is True
+    assert rec["profile"] == "buffered"
+    # Worker memory is sampled at every progress line (Linux /proc): at least once per worker.
+    memory = rec["memory"]["workers"]
+    assert memory and all(w["samples"] >= 1 and w["first_kib"] > 0 for w in memory)
+    assert {w["worker"] for w in memory} <= {int(n) for n in rec["memory"]["series"]}
     # On PostgreSQL the lab keeps the planner's statistics fresh itself (see Lab.maintain).
     assert rec["vacuum_analyze_runs"] >= (1 if provider == "postgres" else 0)
     assert doc["environment"]["command"].startswith("python -m anvil lab --provider")
@@ -211,3 +218,28 @@ def test_terminal_commands_and_view(lab: Lab) -> None:
 )  # fmt: skip
 def test_loopback_host(host: str | None, ok: bool) -> None:
     assert loopback_host(host) is ok
+
+
+def test_the_page_serves_the_acta_dashboard_of_the_lab_ledger(lab: Lab, page: Page) -> None:
+    bridge = mount_dashboard(page, lab)
+    assert bridge is not None, "acta[dashboard] is part of the test extras"
+    try:
+        status, state = _call(page, "GET", "/api/state")
+        assert status == 200 and state["mounts"] == ["/dashboard/"]
+        status, html = _call(page, "GET", "/dashboard/", control=False)
+        assert status == 200 and "<html" in html.lower()
+        status, overview = _call(page, "GET", "/dashboard/api/overview", control=False)
+        assert status == 200 and "counts" in overview
+        # The page's own guard comes first: a rebinding Host never reaches the dashboard.
+        assert _call(page, "GET", "/dashboard/", host="evil.example", control=False)[0] == 403
+        # Read-only: the dashboard's verbs are not enabled in the lab.
+        status, _ = _call(page, "POST", "/dashboard/api/jobs/job_x/cancel", body={}, control=False)
+        assert status == 403
+    finally:
+        bridge.close()
+
+
+def test_the_lab_workers_take_the_chosen_profile() -> None:
+    env = lab_app.worker_env("db", "schema", profile="bulk")
+    assert env["ACTA_LAB_PROFILE"] == "bulk"
+    assert cli.parser().parse_args(["--profile", "bulk"]).profile == "bulk"
