@@ -292,6 +292,70 @@ def _fused(
     channel: str | None,
     tenants: Mapping[str, int],
 ) -> Verb[list[Enqueued]]:
+    if len(jobs) == 1:
+        rows = yield from _fused_one(namespace, namespace_id, definition_ids, jobs[0], now, channel,
+                                     tenants)  # fmt: skip
+    else:
+        rows = yield from _fused_many(
+            namespace, namespace_id, definition_ids, jobs, now, channel, tenants
+        )
+    for job, row in zip(jobs, rows, strict=True):
+        if row["retired"]:  # the statement wrote nothing for the whole batch
+            raise DefinitionRetiredError(job.definition)
+    return (yield from _holders(namespace_id, jobs, rows))
+
+
+def _fused_one(
+    namespace: str,
+    namespace_id: int,
+    definition_ids: Mapping[str, int],
+    job: NewJob,
+    now: datetime | None,
+    channel: str | None,
+    tenants: Mapping[str, int],
+) -> Verb[list[Mapping[str, Any]]]:
+    """The common call, one job: values, not arrays (``fused_enqueue_one``)."""
+    rows = yield fetch_all(
+        "fused_enqueue_one",
+        {
+            "now": now,
+            "namespace": namespace,
+            "channel": channel,
+            "namespace_id": namespace_id,
+            "job_ref": job.job_ref,
+            "definition_id": definition_ids[job.definition],
+            "dedup_key": job.dedup_key,
+            "correlation_key": job.correlation_key,
+            "concurrency_key": job.concurrency_key,
+            "codec": job.input_codec,
+            "input": job.input,
+            "priority": job.priority,
+            "run_at": job.run_at,
+            "delay": job.delay_ms,
+            "audit": audited(job.audit_level, EventCode.ENQUEUED),
+            "deadline_at": job.deadline_at,
+            "deadline_strict": job.deadline_strict,
+            "parent_id": job.parent_id,
+            "root_id": job.root_id,
+            "child_name": job.child_name,
+            "trace_context": job.trace_context,
+            "tenant_id": None if job.tenant is None else tenants[job.tenant],
+            "tags": list(job.tags),
+        },
+        alone=True,
+    )
+    return list(rows)
+
+
+def _fused_many(
+    namespace: str,
+    namespace_id: int,
+    definition_ids: Mapping[str, int],
+    jobs: Sequence[NewJob],
+    now: datetime | None,
+    channel: str | None,
+    tenants: Mapping[str, int],
+) -> Verb[list[Mapping[str, Any]]]:
     rows = yield fetch_all(
         "fused_enqueue",
         {
@@ -324,9 +388,13 @@ def _fused(
         },
         alone=True,
     )
-    for job, row in zip(jobs, rows, strict=True):
-        if row["retired"]:  # the statement wrote nothing for the whole batch
-            raise DefinitionRetiredError(job.definition)
+    return list(rows)
+
+
+def _holders(
+    namespace_id: int, jobs: Sequence[NewJob], rows: Sequence[Mapping[str, Any]]
+) -> Verb[list[Enqueued]]:
+    """What each job became: written, or the job that holds the key that refused it."""
     refused = [job for job, row in zip(jobs, rows, strict=True) if row["job_id"] is None]
     holders: dict[str, Mapping[str, Any]] = {}
     if refused:

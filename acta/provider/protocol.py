@@ -32,6 +32,7 @@ SERVER_STATEMENTS = frozenset(
         "fused_start",
         "fused_settle",
         "fused_enqueue",
+        "fused_enqueue_one",
         "jobs_by_ref_or_dedup",
         "lanes_lock",
         "fused_promote",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from acta.errors import SchemaError
 from acta.provider import registry
 from acta.provider.protocol import SERVER_STATEMENTS
 from acta.provider.registry import ProviderEntry
@@ -31,6 +32,23 @@ def test_array_placeholders_are_sent_in_binary_and_scalars_stay_automatic() -> N
     )
     assert names == ("ids", "names", "now")
     assert convert_params("SELECT :ids::bigint[]", "named")[0] == "SELECT :ids::bigint[]"
+
+
+def test_numeric_style_numbers_each_name_once_in_order_and_keeps_percent_signs() -> None:
+    text = "SELECT :b::bigint, :a, 'x%' FROM t -- :c\nWHERE y = :b AND z LIKE :a"
+    sql, names = convert_params(text, "numeric")
+    assert sql == "SELECT $1::bigint, $2, 'x%' FROM t -- :c\nWHERE y = $1 AND z LIKE $2"
+    assert names == ("b", "a")
+
+
+def test_postgres_statements_come_numbered_with_values_in_their_order() -> None:
+    statements = Statements("acta.provider.postgres", lambda body: body, "pyformat")
+    one = statements["fused_enqueue_one"]
+    assert "%(" not in one.numbered and "$1" in one.numbered
+    params = {name: f"value of {name}" for name in one.params}
+    assert one.values(params) == [f"value of {name}" for name in one.params]
+    with pytest.raises(SchemaError, match="needs parameter"):
+        one.values({})
 
 
 def test_named_style_keeps_placeholders_and_casts() -> None:

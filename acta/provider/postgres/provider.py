@@ -47,7 +47,7 @@ from acta.provider.postgres.link import (
 )
 from acta.provider.postgres.pools import Pools
 from acta.provider.protocol import Capabilities, VerbFactory
-from acta.provider.statements import Statements, replace_schema
+from acta.provider.statements import Statement, Statements, replace_schema
 from acta.provider.verb import Diverged, Op, VerbRun, drive_async
 
 T = TypeVar("T")
@@ -140,9 +140,9 @@ class PostgresProvider:
 
     # -- running verbs --------------------------------------------------------------------
 
-    def _query(self, op: Op) -> str:
+    def _query(self, op: Op) -> Statement:
         # The text comes from acta's own .sql files, never from user input.
-        return self.statements[op.statement].sql
+        return self.statements[op.statement]
 
     def run(self, make: VerbFactory[T], *, tx: object | None = None) -> T:
         if tx is not None:

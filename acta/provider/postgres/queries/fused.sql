@@ -265,6 +265,62 @@ FROM input i
 LEFT JOIN inserted n ON n.job_ref = i.job_ref
 ORDER BY i.ord;
 
+-- name: fused_enqueue_one
+-- fused_enqueue for the commonest call, one job without a lane: the same rows, the same rules
+-- (a retired definition writes nothing and says so, a taken key writes nothing and comes back
+-- with a NULL job_id, a child without a tenant takes its parent's, NOTIFY when it is due now),
+-- with one value per column instead of an array per column. The server parses and plans this
+-- in a fraction of the time the batch form takes, which is most of what a single enqueue costs.
+WITH retired AS (
+    SELECT d.id FROM {schema}.definitions d WHERE d.id = :definition_id::bigint AND d.retired
+),
+inserted AS (
+    INSERT INTO {schema}.jobs
+        (job_ref, namespace_id, definition_id, dedup_key, correlation_key, concurrency_key,
+         input_codec, input, created_at, deadline_at, deadline_strict, parent_id, root_id,
+         child_name, trace_context, tenant_id)
+    SELECT :job_ref::text, :namespace_id::bigint, :definition_id::bigint, :dedup_key::text,
+           :correlation_key::text, :concurrency_key::text, :codec::smallint, :input::bytea,
+           COALESCE(:now::timestamptz, now()), :deadline_at::timestamptz,
+           COALESCE(:deadline_strict::boolean, false), :parent_id::bigint, :root_id::bigint,
+           :child_name::text, :trace_context::text,
+           COALESCE(:tenant_id::bigint,
+                    (SELECT pj.tenant_id FROM {schema}.jobs pj WHERE pj.id = :parent_id::bigint))
+    WHERE NOT EXISTS (SELECT 1 FROM retired)
+    ON CONFLICT DO NOTHING
+    RETURNING id, job_ref
+),
+made AS (
+    INSERT INTO {schema}.runtime
+        (job_id, namespace_id, definition_id, status, priority, next_run_at, updated_at, gated)
+    SELECT n.id, :namespace_id::bigint, :definition_id::bigint, 10,
+           -- an operator's priority override of the definition beats the asked-for priority
+           COALESCE((SELECT (o.policy ->> 'priority')::smallint
+                     FROM {schema}.policy_overrides o
+                     WHERE o.definition_id = :definition_id::bigint), :priority::smallint),
+           COALESCE(:run_at::timestamptz,
+                    COALESCE(:now::timestamptz, now()) + :delay::bigint * interval '1 millisecond'),
+           COALESCE(:now::timestamptz, now()), :concurrency_key::text IS NOT NULL
+    FROM inserted n
+),
+tagged AS (
+    INSERT INTO {schema}.job_tags (job_id, tag)
+    SELECT n.id, t.tag FROM inserted n, unnest(:tags::text[]) AS t(tag)
+),
+logged AS (
+    INSERT INTO {schema}.events (at, namespace_id, job_id, job_ref, code)
+    SELECT COALESCE(:now::timestamptz, now()), :namespace_id::bigint, n.id, n.job_ref, 1
+    FROM inserted n
+    WHERE :audit::boolean
+),
+rang AS (
+    SELECT pg_notify(:channel, :namespace)
+    WHERE :channel::text IS NOT NULL AND :run_at::timestamptz IS NULL AND :delay::bigint = 0
+      AND EXISTS (SELECT 1 FROM inserted)
+)
+SELECT (SELECT n.id FROM inserted n) AS job_id, (SELECT count(*) FROM rang) AS rang,
+       EXISTS (SELECT 1 FROM retired) AS retired;
+
 -- name: jobs_by_ref_or_dedup
 -- After fused_enqueue: who holds the keys that refused some rows (a ref, a deduplication key,
 -- or a child's name under its parent).
