@@ -1010,3 +1010,62 @@ SELECT w.incarnation,
      JOIN {schema}.namespaces n ON n.id = w.namespace_id
      JOIN {schema}.codes s ON s.family = 'worker_status'::text AND s.code = w.status;
 
+-- function enqueue_one
+CREATE OR REPLACE FUNCTION {schema}.enqueue_one(p_now timestamp with time zone, p_namespace text, p_channel text, p_namespace_id bigint, p_definition_id bigint, p_job_ref text, p_dedup_key text, p_correlation_key text, p_concurrency_key text, p_codec smallint, p_input bytea, p_priority smallint, p_run_at timestamp with time zone, p_delay bigint, p_audit boolean, p_deadline_at timestamp with time zone, p_deadline_strict boolean, p_parent_id bigint, p_root_id bigint, p_child_name text, p_trace_context text, p_tenant_id bigint, p_tags text[], OUT o_job_id bigint, OUT o_rang bigint, OUT o_retired boolean)
+ RETURNS record
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    WITH retired AS (
+        SELECT d.id FROM {schema}.definitions d WHERE d.id = p_definition_id AND d.retired
+    ),
+    inserted AS (
+        INSERT INTO {schema}.jobs
+            (job_ref, namespace_id, definition_id, dedup_key, correlation_key, concurrency_key,
+             input_codec, input, created_at, deadline_at, deadline_strict, parent_id, root_id,
+             child_name, trace_context, tenant_id)
+        SELECT p_job_ref, p_namespace_id, p_definition_id, p_dedup_key, p_correlation_key,
+               p_concurrency_key, p_codec, p_input, COALESCE(p_now, now()), p_deadline_at,
+               COALESCE(p_deadline_strict, false), p_parent_id, p_root_id, p_child_name,
+               p_trace_context,
+               COALESCE(p_tenant_id,
+                        (SELECT pj.tenant_id FROM {schema}.jobs pj WHERE pj.id = p_parent_id))
+        WHERE NOT EXISTS (SELECT 1 FROM retired)
+        ON CONFLICT DO NOTHING
+        RETURNING id, job_ref
+    ),
+    made AS (
+        INSERT INTO {schema}.runtime
+            (job_id, namespace_id, definition_id, status, priority, next_run_at, updated_at,
+             gated)
+        SELECT n.id, p_namespace_id, p_definition_id, 10,
+               -- an operator's priority override of the definition beats the asked-for one
+               COALESCE((SELECT (o.policy ->> 'priority')::smallint
+                         FROM {schema}.policy_overrides o
+                         WHERE o.definition_id = p_definition_id), p_priority),
+               COALESCE(p_run_at,
+                        COALESCE(p_now, now()) + p_delay * interval '1 millisecond'),
+               COALESCE(p_now, now()), p_concurrency_key IS NOT NULL
+        FROM inserted n
+    ),
+    tagged AS (
+        INSERT INTO {schema}.job_tags (job_id, tag)
+        SELECT n.id, t.tag FROM inserted n, unnest(p_tags) AS t(tag)
+    ),
+    logged AS (
+        INSERT INTO {schema}.events (at, namespace_id, job_id, job_ref, code)
+        SELECT COALESCE(p_now, now()), p_namespace_id, n.id, n.job_ref, 1
+        FROM inserted n
+        WHERE p_audit
+    ),
+    rang AS (
+        SELECT pg_notify(p_channel, p_namespace)
+        WHERE p_channel IS NOT NULL AND p_run_at IS NULL AND p_delay = 0
+          AND EXISTS (SELECT 1 FROM inserted)
+    )
+    SELECT (SELECT n.id FROM inserted n), (SELECT count(*) FROM rang),
+           EXISTS (SELECT 1 FROM retired)
+    INTO o_job_id, o_rang, o_retired;
+END
+$function$;
+
