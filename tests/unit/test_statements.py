@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from acta.errors import SchemaError
@@ -87,13 +89,37 @@ def test_every_dialect_defines_the_same_statement_names() -> None:
             assert sorted(server) == [], f"{entry.title} must not define server statements"
 
 
+def _postgres_functions() -> dict[str, str]:
+    """The body of every function the PostgreSQL migrations create, by name."""
+    from importlib import resources
+
+    folder = resources.files("acta.provider.postgres") / "migrations"
+    bodies: dict[str, str] = {}
+    for path in sorted(folder.iterdir(), key=lambda p: p.name):
+        text = path.read_text("utf-8")
+        for match in re.finditer(r"CREATE FUNCTION \{schema\}\.(\w+)\((.*?)\$body\$;", text, re.S):
+            bodies[match.group(1)] = match.group(2)
+    return bodies
+
+
 def test_postgres_statements_use_the_database_clock_when_now_is_null() -> None:
     pytest.importorskip("psycopg")
     statements = Statements("acta.provider.postgres", lambda text: text, "pyformat")
+    functions = _postgres_functions()
     for name in sorted(statements.names()):
         statement = statements[name]
-        if "now" in statement.params:
+        if "now" not in statement.params:
+            continue
+        called = re.search(r"\{schema\}\.(\w+)\(\s*p_now => %\(now\)s::timestamptz", statement.sql)
+        if called is None:
             assert "COALESCE(%(now)s::timestamptz, now())" in statement.sql, name
+            continue
+        # A statement that hands now to a ledger function: the function falls back instead,
+        # and uses its p_now nowhere else.
+        body = functions[called.group(1)]
+        uses = body.count("p_now") - 1  # the parameter's own declaration
+        assert uses > 0, name
+        assert body.count("COALESCE(p_now, now())") == uses, name
 
 
 def test_sqlite_statements_use_the_database_clock_when_now_is_null() -> None:
