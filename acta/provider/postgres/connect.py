@@ -2,7 +2,8 @@
 
 Everything here is pure policy about connections; the provider owns the pools. Connections are
 made pooler-safe (reliability rule 6): no server-side prepared statements
-(``prepare_threshold=None``), no session state; the only startup setting acta adds is
+(``prepare_threshold=None``; the hot statements are PL/pgSQL functions instead, whose plans
+the server keeps per backend by itself), no session state; the only startup setting acta adds is
 ``application_name`` so operators (and the connection-loss test) can tell acta's backends apart.
 Messages never show a password: every text that leaves this module is built from the parsed
 DSN without it, and the password is scrubbed from driver messages as well.

@@ -17,168 +17,62 @@
 -- executors reaches its handlers after one round trip. The rest stay dispatched, waiting for
 -- an executor. In the result, executions is the count before this claim and execution the
 -- number of the run that started (meaningful where started is true).
-WITH candidates AS MATERIALIZED (
-    SELECT r.job_id, r.priority, r.next_run_at, r.definition_id, r.gated
-    FROM {schema}.runtime r
-    WHERE r.namespace_id = :namespace_id
-      AND r.status IN (10, 30)
-      AND r.next_run_at <= COALESCE(:now::timestamptz, now())
-      AND r.definition_id <> ALL (:skip::bigint[])
-      -- Paused definitions and namespaces are not claimed (see claim in claim.sql).
-      AND r.definition_id NOT IN (SELECT d.id FROM {schema}.definitions d
-                                  WHERE d.namespace_id = :namespace_id AND d.paused)
-      -- A paused namespace still runs acta's own sys.* jobs: recovery keeps leases honest.
-      AND (NOT EXISTS (SELECT 1 FROM {schema}.namespaces n
-                       WHERE n.id = :namespace_id AND n.paused)
-           OR r.definition_id IN (SELECT d.id FROM {schema}.definitions d
-                                  WHERE d.namespace_id = :namespace_id AND d.name LIKE 'sys.%'))
-      AND EXISTS (SELECT 1 FROM {schema}.workers w WHERE w.id = :worker_id AND w.status = 1)
-    ORDER BY r.priority DESC, r.next_run_at, r.job_id
-    LIMIT :limit
-    FOR UPDATE OF r SKIP LOCKED
-),
--- Window functions cannot share a query level with FOR UPDATE, so the rank is taken here.
-ranked AS (
-    SELECT c.job_id,
-           c.definition_id = ANY (:startable::bigint[]) AND NOT c.gated
-           AND row_number() OVER (
-                   PARTITION BY c.definition_id = ANY (:startable::bigint[]) AND NOT c.gated
-                   ORDER BY c.priority DESC, c.next_run_at, c.job_id)
-               <= :start::bigint AS started
-    FROM candidates c
-),
-claimed AS (
-    UPDATE {schema}.runtime r
-    SET status           = CASE WHEN c.started THEN 21 ELSE 20 END,
-        executions       = r.executions + CASE WHEN c.started THEN 1 ELSE 0 END,
-        lease_owner      = :worker_id,
-        lease_epoch      = r.lease_epoch + 1,
-        lease_expires_at = COALESCE(:now::timestamptz, now())
-                           + :lease_ms::bigint * interval '1 millisecond',
-        version          = r.version + 1,
-        updated_at       = COALESCE(:now::timestamptz, now())
-    FROM ranked c
-    WHERE r.job_id = c.job_id
-      AND r.status IN (10, 30)
-    RETURNING r.job_id, r.lease_epoch, r.attempts, r.executions, r.priority, r.next_run_at,
-              r.control, r.definition_id, r.namespace_id, c.started, r.lane_id, r.ticket_at,
-              r.max_attempts
-),
-logged AS (
-    INSERT INTO {schema}.events (at, namespace_id, job_id, job_ref, worker_id, code, execution, epoch)
-    SELECT COALESCE(:now::timestamptz, now()), c.namespace_id, c.job_id, j.job_ref, :worker_id,
-           10, c.executions, c.lease_epoch
-    FROM claimed c
-    JOIN {schema}.jobs j ON j.id = c.job_id
-    WHERE c.started
-      AND c.definition_id <> ALL (:quiet_definitions::bigint[])
-)
-SELECT c.job_id, j.job_ref, d.name, j.definition_id, j.namespace_id, c.lease_epoch,
-       c.attempts,
-       c.executions - CASE WHEN c.started THEN 1 ELSE 0 END AS executions,
-       c.executions AS execution, c.control, c.started,
-       c.priority, j.input_codec, j.input, j.correlation_key, j.created_at, c.lane_id,
-       j.concurrency_key, c.ticket_at,
-       j.parent_id, j.root_id, j.deadline_at, j.deadline_strict, c.max_attempts,
-       pj.job_ref AS parent_ref, rj.job_ref AS root_ref, j.trace_context
-FROM claimed c
-JOIN {schema}.jobs j        ON j.id = c.job_id
-JOIN {schema}.definitions d ON d.id = j.definition_id
-LEFT JOIN {schema}.jobs pj  ON pj.id = j.parent_id
-LEFT JOIN {schema}.jobs rj  ON rj.id = j.root_id
-ORDER BY c.priority DESC, c.next_run_at, c.job_id;
+-- The statement itself is the function claim_batch (migration 0017), whose plans the server keeps.
+SELECT * FROM {schema}.claim_batch(
+    p_namespace_id => :namespace_id::bigint,
+    p_now => :now::timestamptz,
+    p_skip => :skip::bigint[],
+    p_worker_id => :worker_id::bigint,
+    p_limit => :limit::bigint,
+    p_startable => :startable::bigint[],
+    p_start => :start::bigint,
+    p_lease_ms => :lease_ms::bigint,
+    p_quiet_definitions => :quiet_definitions::bigint[]
+);
 
 -- name: fused_start
 -- dispatched -> executing for a batch of this worker's runs, with their execution-started
 -- events (for the runs whose definition audits them). Fenced runs are absent from the result.
-WITH plan AS (
-    SELECT * FROM unnest(:job_ids::bigint[], :epochs::bigint[], :audit::boolean[])
-        AS p(job_id, epoch, audit)
-),
-started AS (
-    UPDATE {schema}.runtime r
-    SET status     = 21,
-        executions = r.executions + 1,
-        version    = r.version + 1,
-        updated_at = COALESCE(:now::timestamptz, now())
-    FROM plan p
-    WHERE r.job_id = p.job_id
-      AND r.lease_epoch = p.epoch
-      AND r.status = 20
-      AND r.lease_owner = :worker_id
-    RETURNING r.job_id, r.namespace_id, r.executions, r.control, r.lease_epoch
-),
-logged AS (
-    INSERT INTO {schema}.events (at, namespace_id, job_id, job_ref, worker_id, code, execution, epoch)
-    SELECT COALESCE(:now::timestamptz, now()), s.namespace_id, s.job_id, j.job_ref, :worker_id,
-           10, s.executions, s.lease_epoch
-    FROM started s
-    JOIN plan p ON p.job_id = s.job_id
-    JOIN {schema}.jobs j ON j.id = s.job_id
-    WHERE p.audit
-)
-SELECT job_id, executions, control FROM started;
+-- The statement itself is the function start_batch (migration 0017), whose plans the server keeps.
+SELECT * FROM {schema}.start_batch(
+    p_job_ids => :job_ids::bigint[],
+    p_epochs => :epochs::bigint[],
+    p_audit => :audit::boolean[],
+    p_now => :now::timestamptz,
+    p_worker_id => :worker_id::bigint
+);
 
 -- name: fused_settle
 -- The common settle for a batch: guard, new state, result and events in one statement. The
 -- guard also requires no pending cancel request (control = 0): those, and fenced runs, are
 -- left out of the result and go through transition_guard/transition instead. Rows that
 -- reach a terminal status in a lane come back with it: the verb promotes the next member.
-WITH plan AS (
-    SELECT * FROM unnest(:job_ids::bigint[], :epochs::bigint[], :expects::smallint[],
-                         :owners::bigint[], :statuses::smallint[], :delays::bigint[],
-                         :charges::int[])
-        AS p(job_id, epoch, expect, owner, status, delay_ms, charge)
-),
-settled AS (
-    UPDATE {schema}.runtime r
-    SET status           = p.status,
-        next_run_at      = CASE WHEN p.delay_ms IS NULL THEN r.next_run_at
-                                ELSE COALESCE(:now::timestamptz, now())
-                                     + p.delay_ms * interval '1 millisecond' END,
-        attempts         = r.attempts + p.charge,
-        lease_owner      = NULL,
-        lease_expires_at = NULL,
-        version          = r.version + 1,
-        updated_at       = COALESCE(:now::timestamptz, now())
-    FROM plan p
-    WHERE r.job_id = p.job_id
-      AND r.lease_epoch = p.epoch
-      AND r.status = p.expect
-      AND r.lease_owner = p.owner
-      AND r.control = 0
-    RETURNING r.job_id, r.lane_id, r.status
-),
--- Whatever ends a lease frees the concurrency slot it held (no rows when gates are unused).
-released AS (
-    DELETE FROM {schema}.gate_holds h WHERE h.job_id IN (SELECT job_id FROM settled)
-),
-stored AS (
-    INSERT INTO {schema}.results (job_id, codec, body, created_at)
-    SELECT x.job_id, x.codec, x.body, COALESCE(:now::timestamptz, now())
-    FROM unnest(:result_job_ids::bigint[], :result_codecs::smallint[], :result_bodies::bytea[])
-        AS x(job_id, codec, body)
-    WHERE x.job_id IN (SELECT job_id FROM settled)
-    ON CONFLICT (job_id) DO UPDATE SET
-        codec = excluded.codec, body = excluded.body, created_at = excluded.created_at
-),
-logged AS (
-    INSERT INTO {schema}.events
-        (at, namespace_id, job_id, job_ref, worker_id, code, execution, epoch, outcome, reason,
-         duration_ms, message, detail)
-    SELECT COALESCE(:now::timestamptz, now()), e.namespace_id, e.job_id, e.job_ref, e.worker_id,
-           e.code, e.execution, e.epoch, e.outcome, e.reason, e.duration_ms, e.message,
-           e.detail
-    FROM unnest(:ev_namespace_ids::bigint[], :ev_job_ids::bigint[], :ev_job_refs::text[],
-                :ev_worker_ids::bigint[], :ev_codes::smallint[], :ev_executions::int[],
-                :ev_epochs::bigint[], :ev_outcomes::smallint[], :ev_reasons::smallint[],
-                :ev_durations::bigint[], :ev_messages::text[], :ev_details::text[])
-        WITH ORDINALITY AS e(namespace_id, job_id, job_ref, worker_id, code, execution, epoch,
-                             outcome, reason, duration_ms, message, detail, ord)
-    WHERE e.job_id IN (SELECT job_id FROM settled)
-    ORDER BY e.ord
-)
-SELECT job_id, lane_id, status FROM settled;
+-- The statement itself is the function settle_batch (migration 0017), whose plans the server keeps.
+SELECT * FROM {schema}.settle_batch(
+    p_job_ids => :job_ids::bigint[],
+    p_epochs => :epochs::bigint[],
+    p_expects => :expects::smallint[],
+    p_owners => :owners::bigint[],
+    p_statuses => :statuses::smallint[],
+    p_delays => :delays::bigint[],
+    p_charges => :charges::int[],
+    p_now => :now::timestamptz,
+    p_result_job_ids => :result_job_ids::bigint[],
+    p_result_codecs => :result_codecs::smallint[],
+    p_result_bodies => :result_bodies::bytea[],
+    p_ev_namespace_ids => :ev_namespace_ids::bigint[],
+    p_ev_job_ids => :ev_job_ids::bigint[],
+    p_ev_job_refs => :ev_job_refs::text[],
+    p_ev_worker_ids => :ev_worker_ids::bigint[],
+    p_ev_codes => :ev_codes::smallint[],
+    p_ev_executions => :ev_executions::int[],
+    p_ev_epochs => :ev_epochs::bigint[],
+    p_ev_outcomes => :ev_outcomes::smallint[],
+    p_ev_reasons => :ev_reasons::smallint[],
+    p_ev_durations => :ev_durations::bigint[],
+    p_ev_messages => :ev_messages::text[],
+    p_ev_details => :ev_details::text[]
+);
 
 -- name: fused_enqueue
 -- A batch of new jobs without lanes (a laned batch takes the portable path, which books the
