@@ -1,8 +1,9 @@
-"""The outbox relay under SIGKILL: 5,000 staged rows, each delivered once or quarantined.
+"""The outbox relay under SIGKILL: thousands of staged rows, each delivered once or quarantined.
 
 On PostgreSQL the ledger is one schema and the application's database another schema of the
 same server (the relay still treats them as two databases: two connections, two
-transactions). The test process stages 5,000 rows in small transactions, each next to an
+transactions). The test process stages 5,000 rows (more, up to 20,000, while kills are still
+due, so a relay that keeps up cannot finish first) in small transactions, each next to an
 ``orders`` row saying which outbox row it staged: about one in ten names one of eight lanes,
 and every 250th names a job no worker knows (the relay must quarantine it). Meanwhile two
 worker processes run with the outbox source; every 1 to 2 s (eight times) the one holding
@@ -36,7 +37,8 @@ from chaos.process import Child, spawn_worker
 
 pytestmark = pytest.mark.chaos
 
-ROWS = 5000
+ROWS = 5000  # at least; staging goes on until the kills have landed (up to MAX_ROWS)
+MAX_ROWS = 20_000
 PER_TX = 50
 LANES = 8
 GHOST_EVERY = 250
@@ -150,7 +152,9 @@ def test_outbox_rows_survive_killed_relays(
             staged = 0
             with psycopg.connect(dsn) as conn:
                 while True:
-                    if staged < ROWS:
+                    # A relay that keeps up with the stager must not finish before the kills do:
+                    # staging continues past ROWS until they have all landed.
+                    if staged < ROWS or (kills < KILLS and staged < MAX_ROWS):
                         _stage(conn, stager, outbox, staged + 1, rng)
                         staged += PER_TX
                     else:
@@ -173,15 +177,17 @@ def test_outbox_rows_survive_killed_relays(
                         pump(workers, 0)
         finally:
             reap(workers)
-        print(f"{kills} kills; done in {clock.monotonic() - deadline + DEADLINE:.1f} s")
+        print(
+            f"{kills} kills, {staged} rows; done in {clock.monotonic() - deadline + DEADLINE:.1f} s"
+        )
         assert kills >= 4, f"only {kills} kills: the relay finished before the test could bite"
         problems = ledger.rows(CHECK.read_text().replace("{outbox}.", f"{outbox}."), source="chaos")
         assert problems == [], problems[:20]
         quarantined = ledger.value(
             f"SELECT count(*) FROM {outbox}.acta_outbox_quarantine WHERE reason = 'unknown_job'"
         )
-        assert quarantined == ROWS // GHOST_EVERY
-        assert ledger.value(f"SELECT count(*) FROM {outbox}.orders") == ROWS
+        assert quarantined == staged // GHOST_EVERY
+        assert ledger.value(f"SELECT count(*) FROM {outbox}.orders") == staged
 
 
 def _left(ledger: Ledger, outbox: str) -> int:

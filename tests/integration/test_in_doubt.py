@@ -28,9 +28,9 @@ if TYPE_CHECKING:
     from acta_testing.schemas import PostgresSchemas
 
 # Pieces of SQL text that only one statement sends (see the dialect's fused.sql/worker.sql).
-FUSED_SETTLE = b"AS p(job_id, epoch, expect, owner, status, delay_ms, charge)"
-FUSED_CLAIM = b"ranked AS ("
-FUSED_START = b"AS p(job_id, epoch, audit)"
+FUSED_SETTLE = b".settle_batch("
+FUSED_CLAIM = b".claim_batch("
+FUSED_START = b".start_batch("
 
 
 @pytest.fixture
