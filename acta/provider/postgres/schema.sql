@@ -1014,6 +1014,7 @@ SELECT w.incarnation,
 CREATE OR REPLACE FUNCTION {schema}.claim_batch(p_namespace_id bigint, p_now timestamp with time zone, p_skip bigint[], p_worker_id bigint, p_limit bigint, p_startable bigint[], p_start bigint, p_lease_ms bigint, p_quiet_definitions bigint[])
  RETURNS TABLE(job_id bigint, job_ref text, name text, definition_id bigint, namespace_id bigint, lease_epoch bigint, attempts integer, executions bigint, execution bigint, control smallint, started boolean, priority smallint, input_codec smallint, input bytea, correlation_key text, created_at timestamp with time zone, lane_id bigint, concurrency_key text, ticket_at timestamp with time zone, parent_id bigint, root_id bigint, deadline_at timestamp with time zone, deadline_strict boolean, max_attempts smallint, parent_ref text, root_ref text, trace_context text)
  LANGUAGE plpgsql
+ SET plan_cache_mode TO 'force_custom_plan'
 AS $function$
 #variable_conflict use_column
 BEGIN
