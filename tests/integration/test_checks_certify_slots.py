@@ -16,12 +16,11 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
+from planting import certify_planter
 
 from acta import Acta
 from acta.provider.protocol import Provider
 from acta_testing import Host
-from acta_testing.schemas import ledger_location
-from anvil.certify.ledger import create_tables, drop_tables
 from anvil.certify.witnessing import Sink
 from anvil.certify.workloads import scheduled
 from anvil.checks import CERTIFY, SCHEDULES, describe
@@ -39,11 +38,8 @@ def acta_provider(either_dialect: Provider) -> Provider:
 @pytest.fixture
 def direct(acta_provider: Provider) -> Iterator[Planter]:
     """The test's own connection to the ledger, with the certification's tables beside it."""
-    found = Planter(ledger_location(acta_provider), BASE)
-    create_tables(found.conn, found.location)
-    yield found
-    drop_tables(found.conn, found.location)
-    found.close()
+    with certify_planter(acta_provider, BASE) as found:
+        yield found
 
 
 def test_a_firing_slot_passes_the_certification_checks(

@@ -19,13 +19,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from planting import certify_planter
 
 from acta import Acta, EventCode, SyncJobContext
 from acta.provider.protocol import Provider
 from acta.provider.testing import LedgerLocation
 from acta_testing import Host
-from acta_testing.schemas import ledger_location
-from anvil.certify.ledger import RUN_INSERT, create_tables, drop_tables
+from anvil.certify.ledger import RUN_INSERT
 from anvil.checks import CERTIFY, describe
 from anvil.checks.plant import Planter
 
@@ -43,11 +43,8 @@ def acta_provider(either_dialect: Provider) -> Provider:
 @pytest.fixture
 def direct(acta_provider: Provider) -> Iterator[Planter]:
     """The test's own connection to the ledger, with the certification's tables beside it."""
-    found = Planter(ledger_location(acta_provider), BASE)
-    create_tables(found.conn, found.location)
-    yield found
-    drop_tables(found.conn, found.location)
-    found.close()
+    with certify_planter(acta_provider, BASE) as found:
+        yield found
 
 
 class Planned(Exception):

@@ -17,12 +17,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from planting import witness_planter
 
 from acta import Acta, EventCode, StepInterruptedError, SyncJobContext
 from acta.provider.protocol import Provider
 from acta.provider.testing import LedgerLocation
 from acta_testing import Host
-from acta_testing.schemas import ledger_location
 from anvil.checks import WITNESSED, describe
 from anvil.checks import witness as witnesses
 from anvil.checks.plant import Planter
@@ -39,11 +39,8 @@ def acta_provider(either_dialect: Provider) -> Provider:
 @pytest.fixture
 def direct(acta_provider: Provider) -> Iterator[Planter]:
     """The test's own connection to the ledger, with the witness table made beside it."""
-    found = Planter(ledger_location(acta_provider), BASE)
-    witnesses.create(found.conn, found.dialect, found.location.schema)
-    yield found
-    witnesses.drop(found.conn, found.dialect, found.location.schema)
-    found.close()
+    with witness_planter(acta_provider, BASE) as found:
+        yield found
 
 
 def _witness(location: LedgerLocation, ref: str, step: str, execution: int) -> str:

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from planting import witness_planter
 
 from acta import Acta, EventCode, Schedule, SyncJobContext
 from acta.provider.protocol import Provider
 from acta.provider.testing import LedgerLocation
 from acta_testing import Host
-from acta_testing.schemas import ledger_location
 from anvil.checks import SCHEDULES, WITNESSED, describe
 from anvil.checks import witness as witnesses
 from anvil.checks.plant import Planter
@@ -46,11 +46,8 @@ def acta_provider(either_dialect: Provider) -> Provider:
 @pytest.fixture
 def direct(acta_provider: Provider) -> Iterator[Planter]:
     """The test's own connection to the ledger, with the witness table made beside it."""
-    found = Planter(ledger_location(acta_provider), START)
-    witnesses.create(found.conn, found.dialect, found.location.schema)
-    yield found
-    witnesses.drop(found.conn, found.dialect, found.location.schema)
-    found.close()
+    with witness_planter(acta_provider, START) as found:
+        yield found
 
 
 def _witness(location: LedgerLocation, ref: str, instant: str, execution: int) -> None:
