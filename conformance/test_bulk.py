@@ -211,7 +211,10 @@ async def test_a_serving_bulk_worker_starts_three_batches_ahead_and_flushes_on_t
         async def ahead() -> bool:  # two running, three batches of two claimed and waiting
             return running == 2 and (await labels()).count("executing") == 8
 
-        await _until(ahead)
+        try:
+            await _until(ahead)
+        except AssertionError:
+            raise AssertionError(f"running={running} labels={await labels()}") from None
         for _ in range(100):  # it must not take more than three batches ahead
             await asyncio.sleep(0)
         # Bulk starts what it claims in the claim's commit: the eight are all executing (a
