@@ -17,9 +17,7 @@
 -- executors reaches its handlers after one round trip. The rest stay dispatched, waiting for
 -- an executor. In the result, executions is the count before this claim and execution the
 -- number of the run that started (meaningful where started is true).
--- The statements are in the function claim_batch (migration 0017), whose plans the server keeps:
--- there the claim is two statements (pick the batch, then update it by key), so that a plan kept
--- for any values stays good however deep the backlog.
+-- The statement itself is the function claim_batch (migration 0017), whose plans the server keeps.
 SELECT * FROM {schema}.claim_batch(
     p_namespace_id => :namespace_id::bigint,
     p_now => :now::timestamptz,
