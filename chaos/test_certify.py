@@ -33,6 +33,9 @@ from anvil.checks import describe
 pytestmark = pytest.mark.chaos
 
 
+BROKEN_SEED = 13
+
+
 def _seed() -> int:
     given = os.environ.get("ACTA_CERTIFY_SEED")
     return int(given) if given else random.SystemRandom().randrange(1, 10**6)
@@ -43,7 +46,8 @@ def _options(request: pytest.FixtureRequest, tmp_path: Path, provider: str, **kw
     dsn = schema = None
     if provider == "postgres":
         dsn, schema = request.getfixturevalue("pg_ledger")
-    return Options(provider, seed=_seed(), out=out, dsn=dsn, schema=schema, **kw)
+    seed = kw.pop("seed", None) or _seed()
+    return Options(provider, seed=seed, out=out, dsn=dsn, schema=schema, **kw)
 
 
 def _failures(record: dict[str, Any]) -> str:
@@ -83,7 +87,12 @@ def test_tier_a_certifies(request: pytest.FixtureRequest, tmp_path: Path, provid
 def test_broken_fencing_is_caught(request: pytest.FixtureRequest, tmp_path: Path) -> None:
     tier = TIERS["A"].scaled(jobs=200, window=8.0)
     tier = type(tier)(**{**tier.as_dict(), "zombies": 2})
-    options = _options(request, tmp_path, "sqlite", tier=tier, break_fencing=True)
+    # A fixed fault plan (ACTA_CERTIFY_SEED still overrides it): with a random one, a plan whose
+    # zombies wake only after the drain (seed 300364: a second writer held the lock for a
+    # minute first) gives them nothing to overwrite, and the proof proves nothing. Seed 13's
+    # zombies wake while their jobs are still being settled by others.
+    seed = int(os.environ.get("ACTA_CERTIFY_SEED") or BROKEN_SEED)
+    options = _options(request, tmp_path, "sqlite", tier=tier, break_fencing=True, seed=seed)
     record, path = certify(options)
     assert not record["passed"], f"a worker without fencing passed certification: {path}"
     caught = {c["name"] for c in record["checks"] if c["violations"]}
