@@ -36,9 +36,12 @@ pytestmark = pytest.mark.chaos
 BROKEN_SEED = 13
 
 
-def _seed() -> int:
+def _seed(fixed: int | None = None) -> int:
+    """ACTA_CERTIFY_SEED if given, else ``fixed``, else a random seed."""
     given = os.environ.get("ACTA_CERTIFY_SEED")
-    return int(given) if given else random.SystemRandom().randrange(1, 10**6)
+    if given:
+        return int(given)
+    return fixed if fixed is not None else random.SystemRandom().randrange(1, 10**6)
 
 
 def _options(request: pytest.FixtureRequest, tmp_path: Path, provider: str, **kw: Any) -> Options:
@@ -46,7 +49,7 @@ def _options(request: pytest.FixtureRequest, tmp_path: Path, provider: str, **kw
     dsn = schema = None
     if provider == "postgres":
         dsn, schema = request.getfixturevalue("pg_ledger")
-    seed = kw.pop("seed", None) or _seed()
+    seed = _seed(kw.pop("fixed_seed", None))
     return Options(provider, seed=seed, out=out, dsn=dsn, schema=schema, **kw)
 
 
@@ -91,8 +94,9 @@ def test_broken_fencing_is_caught(request: pytest.FixtureRequest, tmp_path: Path
     # zombies wake only after the drain (seed 300364: a second writer held the lock for a
     # minute first) gives them nothing to overwrite, and the proof proves nothing. Seed 13's
     # zombies wake while their jobs are still being settled by others.
-    seed = int(os.environ.get("ACTA_CERTIFY_SEED") or BROKEN_SEED)
-    options = _options(request, tmp_path, "sqlite", tier=tier, break_fencing=True, seed=seed)
+    options = _options(
+        request, tmp_path, "sqlite", tier=tier, break_fencing=True, fixed_seed=BROKEN_SEED
+    )
     record, path = certify(options)
     assert not record["passed"], f"a worker without fencing passed certification: {path}"
     caught = {c["name"] for c in record["checks"] if c["violations"]}

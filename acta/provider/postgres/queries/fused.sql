@@ -17,7 +17,8 @@
 -- executors reaches its handlers after one round trip. The rest stay dispatched, waiting for
 -- an executor. In the result, executions is the count before this claim and execution the
 -- number of the run that started (meaningful where started is true).
--- The statement itself is the function claim_batch (migration 0017), whose plans the server keeps.
+-- The statement itself is the function claim_batch (migration 0017), parsed once per
+-- connection and planned for its actual values on every call (migration 0018).
 SELECT * FROM {schema}.claim_batch(
     p_namespace_id => :namespace_id::bigint,
     p_now => :now::timestamptz,
