@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
 
 from acta import Acta, EventCode, JobStatus, Outcome, WorkerStatus
 from acta.clock import ManualClock
 from acta_testing import AsyncHost
+from conformance.serving_support import until
 
 
 async def _yield(times: int = 50) -> None:
@@ -84,16 +84,25 @@ async def test_shutdown_leaves_a_job_leased_while_its_thread_runs(
     serving = asyncio.create_task(leaving.serve(stopping))
     assert await asyncio.to_thread(entered.wait, 30)
     stopping.set()
-    for _ in range(10_000):  # until shutdown has fixed its grace deadline
-        if not leaving.claiming:
-            break
-        await asyncio.sleep(0)
+
+    async def shut() -> bool:  # shutdown has fixed its grace deadline
+        return not leaving.claiming
+
+    await until(shut, "the worker entered shutdown")
     # Past the shutdown grace: the worker stops the run, whose handler race gives the
     # thread its cancel grace (on the test clock); then past that grace too.
     acta_clock.advance("6s")
-    await _until(lambda: all(run.grace_from is not None for run in leaving.runs.values()))
+
+    async def graced() -> bool:
+        return all(run.grace_from is not None for run in leaving.runs.values())
+
+    await until(graced, "every run's thread got its cancel grace")
     acta_clock.advance("1s")
-    await _until(lambda: not leaving.tasks)
+
+    async def gone() -> bool:
+        return not leaving.tasks
+
+    await until(gone, "every run task ended")
     await serving
 
     job = await acta_app.get_async(ref)
@@ -111,12 +120,3 @@ async def test_shutdown_leaves_a_job_leased_while_its_thread_runs(
     codes = [e.code for e in await acta_app.events_async(ref)]
     assert EventCode.LEASE_LOST in codes
     assert (await acta_app.get_async(ref)).status is JobStatus.SUCCEEDED
-
-
-async def _until(condition: Callable[[], bool]) -> None:
-    """Let the event loop run until ``condition`` holds (no time passes on any clock)."""
-    for _ in range(100_000):
-        if condition():
-            return
-        await asyncio.sleep(0)
-    raise AssertionError("the worker did not get there")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Awaitable, Callable
 
 from acta import Acta, EventCode, JobContext, JobStatus
 from acta.clock import ManualClock
@@ -23,6 +22,7 @@ from acta.provider.protocol import Provider
 from acta.runtime.run import Run, RunEnd
 from acta.runtime.worker import Worker
 from acta_testing import AsyncHost
+from conformance.serving_support import turn, until
 
 
 async def _run_to_the_window(
@@ -212,11 +212,11 @@ async def test_a_serving_bulk_worker_starts_three_batches_ahead_and_flushes_on_t
             return running == 2 and (await labels()).count("executing") == 8
 
         try:
-            await _until(ahead)
-        except AssertionError:
-            raise AssertionError(f"running={running} labels={await labels()}") from None
+            await until(ahead, "two running and eight executing")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: running={running} labels={await labels()}") from None
         for _ in range(100):  # it must not take more than three batches ahead
-            await asyncio.sleep(0)
+            await turn()
         # Bulk starts what it claims in the claim's commit: the eight are all executing (a
         # crash now would charge each an attempt), though only two handlers run.
         assert running == 2
@@ -229,25 +229,16 @@ async def test_a_serving_bulk_worker_starts_three_batches_ahead_and_flushes_on_t
                 and worker.env.committer.unflushed + (await labels()).count("succeeded") == 10
             )
 
-        await _until(all_finished)
+        await until(all_finished, "every handler returned")
         assert worker.env.committer.unflushed > 0  # the clock has not moved: they wait
         acta_clock.advance("1s")
 
         async def drained() -> bool:
             return await labels() == ["succeeded"] * 10
 
-        await _until(drained)
+        await until(drained, "all ten succeeded")
         stopping.set()
         await serving
-
-
-async def _until(predicate: Callable[[], Awaitable[bool]]) -> None:
-    """Yield to the loop until ``predicate()`` holds (bounded; no wall-clock sleeping)."""
-    for _ in range(10_000):
-        if await predicate():
-            return
-        await asyncio.sleep(0)
-    raise AssertionError("condition never held")
 
 
 async def test_a_crash_charges_an_attempt_to_jobs_claimed_ahead(

@@ -12,21 +12,13 @@ import pytest
 from acta import Acta, EventCode, JobContext, JobStatus, Outcome, Reason, WorkerStatus
 from acta.clock import ManualClock
 from acta.provider.protocol import Provider
+from conformance.serving_support import turn, until
 
 
 @pytest.fixture
 def app(acta_app: Acta, acta_provider: Provider, acta_clock: ManualClock) -> Iterator[Acta]:
     with acta_app.bound(acta_provider, acta_clock):
         yield acta_app
-
-
-async def _until(predicate: Callable[[], Awaitable[bool]], clock: ManualClock) -> None:
-    """Yield to the loop until ``predicate()`` holds (bounded; no wall-clock sleeping)."""
-    for _ in range(10_000):
-        if await predicate():
-            return
-        await _yield()
-    raise AssertionError("condition never held")
 
 
 def _shutting_down(worker: Any) -> Callable[[], Awaitable[bool]]:
@@ -37,14 +29,6 @@ def _shutting_down(worker: Any) -> Callable[[], Awaitable[bool]]:
         return not worker.claiming
 
     return entered
-
-
-async def _yield() -> None:
-    # A future resolved on the next loop iteration: lets other tasks run without a timer.
-    loop = asyncio.get_running_loop()
-    done = loop.create_future()
-    loop.call_soon(done.set_result, None)
-    await done
 
 
 async def test_serve_drains_with_bounded_concurrency(app: Acta, acta_clock: ManualClock) -> None:
@@ -69,9 +53,9 @@ async def test_serve_drains_with_bounded_concurrency(app: Acta, acta_clock: Manu
     async def four_running() -> bool:
         return running == 4
 
-    await _until(four_running, acta_clock)
+    await until(four_running)
     for _ in range(100):  # give the worker every chance to overshoot its executors
-        await _yield()
+        await turn()
     assert running == 4
     release.set()
 
@@ -79,7 +63,7 @@ async def test_serve_drains_with_bounded_concurrency(app: Acta, acta_clock: Manu
         jobs = await app.jobs_async(limit=100)
         return sum(j.status is JobStatus.SUCCEEDED for j in jobs) == 20
 
-    await _until(all_done, acta_clock)
+    await until(all_done)
     stopping.set()
     await serving
     assert peak == 4
@@ -107,7 +91,7 @@ async def test_sync_handlers_run_in_threads(app: Acta, acta_clock: ManualClock) 
         jobs = await app.jobs_async()
         return all(j.status is JobStatus.SUCCEEDED for j in jobs)
 
-    await _until(done, acta_clock)
+    await until(done)
     stopping.set()
     await serving
     assert len(threads) == 3 and all(t.startswith("acta-handler") for t in threads)
@@ -127,9 +111,9 @@ async def test_shutdown_hands_back_unfinished_runs(app: Acta, acta_clock: Manual
     serving = asyncio.create_task(worker.serve(stopping))
     await started.wait()
     stopping.set()
-    await _until(_shutting_down(worker), acta_clock)  # its grace deadline is set now
+    await until(_shutting_down(worker))  # its grace deadline is set now
     for _ in range(50):
-        await _yield()
+        await turn()
     assert not serving.done()  # still inside the grace period
     acta_clock.advance(31)
     await serving
@@ -184,13 +168,13 @@ async def test_enqueue_in_process_wakes_an_idle_worker(app: Acta, acta_clock: Ma
     async def idle() -> bool:  # registered, found nothing, next poll ten minutes away
         return worker.registered and worker.next_claim > acta_clock.now()
 
-    await _until(idle, acta_clock)
+    await until(idle)
     ref = await ping.enqueue_async()
 
     async def done() -> bool:
         return (await app.get_async(ref)).status is JobStatus.SUCCEEDED
 
-    await _until(done, acta_clock)  # the clock never moved: the bell, not the poll, woke it
+    await until(done)  # the clock never moved: the bell, not the poll, woke it
     stopping.set()
     await serving
 
@@ -216,9 +200,9 @@ async def test_buffered_workers_claim_one_batch_ahead(app: Acta, acta_clock: Man
         statuses = sorted(j.status.label for j in jobs)
         return running == 2 and statuses.count("dispatched") == 2
 
-    await _until(buffered, acta_clock)
+    await until(buffered)
     for _ in range(100):  # it must not take more than one batch ahead, nor run more than 2
-        await _yield()
+        await turn()
     jobs = await app.jobs_async()
     assert running == 2
     assert sorted(j.status.label for j in jobs) == [
@@ -234,7 +218,7 @@ async def test_buffered_workers_claim_one_batch_ahead(app: Acta, acta_clock: Man
     async def drained() -> bool:
         return all(j.status is JobStatus.SUCCEEDED for j in await app.jobs_async())
 
-    await _until(drained, acta_clock)
+    await until(drained)
     stopping.set()
     await serving
 
@@ -257,9 +241,9 @@ async def test_shutdown_hands_back_buffered_runs_too(app: Acta, acta_clock: Manu
         labels = [j.status.label for j in await app.jobs_async()]
         return labels.count("dispatched") == 1 and labels.count("executing") == 1
 
-    await _until(one_buffered, acta_clock)
+    await until(one_buffered)
     stopping.set()
-    await _until(_shutting_down(worker), acta_clock)  # its grace deadline is set now
+    await until(_shutting_down(worker))  # its grace deadline is set now
     acta_clock.advance(6)
     await serving
 
@@ -287,7 +271,7 @@ async def test_a_run_that_finishes_within_the_grace_period_settles_normally(
     serving = asyncio.create_task(worker.serve(stopping))
     await started.wait()
     stopping.set()
-    await _until(_shutting_down(worker), acta_clock)
+    await until(_shutting_down(worker))
     acta_clock.advance("10s")  # well inside the grace period
     release.set()
     await serving

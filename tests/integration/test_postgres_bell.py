@@ -11,6 +11,7 @@ import pytest
 
 from acta import Acta, JobStatus
 from acta.clock import ManualClock
+from conformance.serving_support import never, until
 
 if TYPE_CHECKING:
     import psycopg
@@ -29,21 +30,6 @@ def pg_schemas(request: pytest.FixtureRequest) -> PostgresSchemas:
 def acta_provider(pg_schemas: PostgresSchemas) -> Iterator[PostgresProvider]:
     with pg_schemas.provider(max_connections=4) as provider:
         yield provider
-
-
-async def _yield() -> None:
-    loop = asyncio.get_running_loop()
-    done = loop.create_future()
-    loop.call_soon(done.set_result, None)
-    await done
-
-
-async def _until(predicate: Callable[[], Awaitable[bool]], rounds: int = 20_000) -> bool:
-    for _ in range(rounds):
-        if await predicate():
-            return True
-        await _yield()
-    return False
 
 
 def _idle(worker: Any, clock: ManualClock) -> Callable[[], Awaitable[bool]]:
@@ -78,15 +64,15 @@ async def test_notify_wakes_an_idle_worker(acta_provider: PostgresProvider) -> N
         async def listening() -> bool:
             return any(getattr(b, "connected", False) for b in worker.bells)
 
-        assert await _until(listening)
-        assert await _until(_idle(worker, clock))  # first claim done, next poll 10 min away
+        await until(listening)
+        await until(_idle(worker, clock))  # first claim done, next poll 10 min away
         ref = await producer.enqueue_async("notify-me")
 
         async def done() -> bool:
             return (await worker_app.get_async(ref)).status is JobStatus.SUCCEEDED
 
         # The clock never moves: only NOTIFY can wake a worker whose next poll is 10 min away.
-        assert await _until(done)
+        await until(done)
         stopping.set()
         await serving
 
@@ -98,16 +84,16 @@ async def test_without_the_listener_jobs_still_run_by_poll(acta_provider: Postgr
         worker = worker_app.worker(clock=clock, poll="10m", listen=False)
         stopping = asyncio.Event()
         serving = asyncio.create_task(worker.serve(stopping))
-        assert await _until(_idle(worker, clock))
+        await until(_idle(worker, clock))
         assert worker.bells == []
         ref = await producer.enqueue_async("notify-me")
 
         async def done() -> bool:
             return (await worker_app.get_async(ref)).status is JobStatus.SUCCEEDED
 
-        assert not await _until(done, rounds=500), "nothing may wake it before its poll"
+        assert await never(done), "nothing may wake it before its poll"
         clock.advance("10m")  # the safety poll comes due
-        assert await _until(done)
+        await until(done)
         stopping.set()
         await serving
 
@@ -127,7 +113,7 @@ async def test_a_killed_listener_reconnects(
         async def listening() -> bool:
             return any(getattr(b, "connected", False) for b in worker.bells)
 
-        assert await _until(listening)
+        await until(listening)
         # Only this worker's listener: other tests (xdist) may be listening on the server too.
         [pid] = [b.backend_pid for b in worker.bells if getattr(b, "connected", False)]
         admin: psycopg.Connection[Any]
@@ -137,16 +123,16 @@ async def test_a_killed_listener_reconnects(
         async def dropped() -> bool:
             return not any(getattr(b, "connected", False) for b in worker.bells)
 
-        assert await _until(dropped)
+        await until(dropped)
         clock.advance("1s")  # past the bell's reconnect backoff, well before the 10 min poll
-        assert await _until(listening)
+        await until(listening)
         assert [b.backend_pid for b in worker.bells] != [pid]  # a new session listens now
-        assert await _until(_idle(worker, clock))
+        await until(_idle(worker, clock))
         ref = await producer.enqueue_async("notify-me")
 
         async def done() -> bool:
             return (await worker_app.get_async(ref)).status is JobStatus.SUCCEEDED
 
-        assert await _until(done)
+        await until(done)
         stopping.set()
         await serving
