@@ -1014,18 +1014,27 @@ SELECT w.incarnation,
 CREATE OR REPLACE FUNCTION {schema}.claim_batch(p_namespace_id bigint, p_now timestamp with time zone, p_skip bigint[], p_worker_id bigint, p_limit bigint, p_startable bigint[], p_start bigint, p_lease_ms bigint, p_quiet_definitions bigint[])
  RETURNS TABLE(job_id bigint, job_ref text, name text, definition_id bigint, namespace_id bigint, lease_epoch bigint, attempts integer, executions bigint, execution bigint, control smallint, started boolean, priority smallint, input_codec smallint, input bytea, correlation_key text, created_at timestamp with time zone, lane_id bigint, concurrency_key text, ticket_at timestamp with time zone, parent_id bigint, root_id bigint, deadline_at timestamp with time zone, deadline_strict boolean, max_attempts smallint, parent_ref text, root_ref text, trace_context text)
  LANGUAGE plpgsql
- SET plan_cache_mode TO 'force_custom_plan'
 AS $function$
 #variable_conflict use_column
+DECLARE
+    v_ids bigint[];
+    v_started boolean[];
 BEGIN
-    RETURN QUERY
+    -- Two statements, so that the plan PostgreSQL keeps for each (a function's statements may
+    -- be planned once per connection, for any values) holds at any depth. The first picks and
+    -- locks the batch walking runtime_claim in claim order; the second updates the picked rows
+    -- by primary key, from arrays whose length a kept plan does not need to know.
     WITH candidates AS MATERIALIZED (
         SELECT r.job_id, r.priority, r.next_run_at, r.definition_id, r.gated
         FROM {schema}.runtime r
         WHERE r.namespace_id = p_namespace_id
           AND r.status IN (10, 30)
           AND r.next_run_at <= COALESCE(p_now, now())
-          AND r.definition_id <> ALL (p_skip)
+          -- NOT IN over the unnested array, not <> ALL (p_skip): for an array it does not know,
+          -- PostgreSQL estimates <> ALL from the column's statistics, and when one definition
+          -- holds the backlog that says "no row matches", which makes a kept plan sort every
+          -- due job instead of walking the index (docs/internals/write-budget.md).
+          AND r.definition_id NOT IN (SELECT s.id FROM unnest(p_skip) AS s(id))
           -- Paused definitions and namespaces are not claimed (see claim in claim.sql).
           AND r.definition_id NOT IN (SELECT d.id FROM {schema}.definitions d
                                       WHERE d.namespace_id = p_namespace_id AND d.paused)
@@ -1050,6 +1059,15 @@ BEGIN
                        ORDER BY c.priority DESC, c.next_run_at, c.job_id)
                    <= p_start AS started
         FROM candidates c
+    )
+    SELECT array_agg(k.job_id), array_agg(k.started) INTO v_ids, v_started FROM ranked k;
+    IF v_ids IS NULL THEN
+        RETURN;  -- nothing due: no rows, no events
+    END IF;
+
+    RETURN QUERY
+    WITH ranked AS (
+        SELECT * FROM unnest(v_ids, v_started) AS k(job_id, started)
     ),
     claimed AS (
         UPDATE {schema}.runtime r

@@ -10,7 +10,10 @@
 -- short SELECT of the function.
 --
 -- Each body is the statement the worker used to send, with its parameters prefixed p_ and the
--- same rows, guards and events; the comments on them stay in queries/fused.sql. The result
+-- same rows, guards and events; the comments on them stay in queries/fused.sql. The claim is
+-- split in two statements (pick the batch, then update it by key), because PostgreSQL may keep
+-- one plan per connection for a function's statement, and that plan must hold for any batch
+-- at any depth (docs/internals/write-budget.md has the measurements). The result
 -- columns are named like the columns they come from, so `#variable_conflict use_column` makes
 -- every bare name in the body mean the column.
 
@@ -37,15 +40,25 @@ RETURNS TABLE (
 LANGUAGE plpgsql
 AS $body$
 #variable_conflict use_column
+DECLARE
+    v_ids bigint[];
+    v_started boolean[];
 BEGIN
-    RETURN QUERY
+    -- Two statements, so that the plan PostgreSQL keeps for each (a function's statements may
+    -- be planned once per connection, for any values) holds at any depth. The first picks and
+    -- locks the batch walking runtime_claim in claim order; the second updates the picked rows
+    -- by primary key, from arrays whose length a kept plan does not need to know.
     WITH candidates AS MATERIALIZED (
         SELECT r.job_id, r.priority, r.next_run_at, r.definition_id, r.gated
         FROM {schema}.runtime r
         WHERE r.namespace_id = p_namespace_id
           AND r.status IN (10, 30)
           AND r.next_run_at <= COALESCE(p_now, now())
-          AND r.definition_id <> ALL (p_skip)
+          -- NOT IN over the unnested array, not <> ALL (p_skip): for an array it does not know,
+          -- PostgreSQL estimates <> ALL from the column's statistics, and when one definition
+          -- holds the backlog that says "no row matches", which makes a kept plan sort every
+          -- due job instead of walking the index (docs/internals/write-budget.md).
+          AND r.definition_id NOT IN (SELECT s.id FROM unnest(p_skip) AS s(id))
           -- Paused definitions and namespaces are not claimed (see claim in claim.sql).
           AND r.definition_id NOT IN (SELECT d.id FROM {schema}.definitions d
                                       WHERE d.namespace_id = p_namespace_id AND d.paused)
@@ -70,6 +83,15 @@ BEGIN
                        ORDER BY c.priority DESC, c.next_run_at, c.job_id)
                    <= p_start AS started
         FROM candidates c
+    )
+    SELECT array_agg(k.job_id), array_agg(k.started) INTO v_ids, v_started FROM ranked k;
+    IF v_ids IS NULL THEN
+        RETURN;  -- nothing due: no rows, no events
+    END IF;
+
+    RETURN QUERY
+    WITH ranked AS (
+        SELECT * FROM unnest(v_ids, v_started) AS k(job_id, started)
     ),
     claimed AS (
         UPDATE {schema}.runtime r

@@ -7,7 +7,7 @@
 -- Batches arrive as parallel arrays (unnest) so psycopg sends them as typed parameters.
 
 -- name: fused_claim
--- Claim a batch in one statement, and start at once the first :start of it (in claim order)
+-- Claim a batch in one call, and start at once the first :start of it (in claim order)
 -- whose definition is in :startable (those this worker has a handler for and that declare no
 -- gate) and that carry no gate of their own (gated: a concurrency key). A gated job stays
 -- dispatched: admission decides whether it starts.
@@ -17,8 +17,9 @@
 -- executors reaches its handlers after one round trip. The rest stay dispatched, waiting for
 -- an executor. In the result, executions is the count before this claim and execution the
 -- number of the run that started (meaningful where started is true).
--- The statement itself is the function claim_batch (migration 0017), parsed once per
--- connection and planned for its actual values on every call (migration 0018).
+-- The statements are in the function claim_batch (migration 0017), whose plans the server
+-- keeps per connection: there the claim is two statements (pick the batch, then update it by
+-- key), so that a plan kept for any values stays good however deep the backlog.
 SELECT * FROM {schema}.claim_batch(
     p_namespace_id => :namespace_id::bigint,
     p_now => :now::timestamptz,
