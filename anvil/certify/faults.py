@@ -251,6 +251,8 @@ class Injector:
         release = threading.Event()
         database = self.ledger.database
 
+        refused: list[str] = []
+
         def hold() -> None:
             conn = sqlite3.connect(database, isolation_level=None, timeout=60)
             try:
@@ -258,15 +260,23 @@ class Injector:
                 taken.set()
                 release.wait(LOCK_SECONDS)  # the fault is exactly this long a hold
                 conn.execute("ROLLBACK")
+            except sqlite3.OperationalError as exc:
+                # Another writer kept the lock past the timeout: no fault was injected, and
+                # the record must say so rather than claim a hold that never happened.
+                refused.append(str(exc))
             finally:
                 taken.set()
                 conn.close()
 
         thread = threading.Thread(target=hold, name="certify-lock", daemon=True)
         thread.start()
-        taken.wait(60)
+        taken.wait(90)  # past the connection's 60 s timeout: taken or refused by then
         self.lock = (thread, release)
-        self._note(elapsed, "lock", "ledger file", f"BEGIN IMMEDIATE held for {LOCK_SECONDS:g} s")
+        if refused:
+            self._note(elapsed, "lock-missed", "ledger file", f"not taken: {refused[0]}")
+        else:
+            detail = f"BEGIN IMMEDIATE held for {LOCK_SECONDS:g} s"
+            self._note(elapsed, "lock", "ledger file", detail)
 
     def _release(self, elapsed: float) -> None:
         assert self.lock is not None
