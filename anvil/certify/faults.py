@@ -271,12 +271,12 @@ class Injector:
         thread = threading.Thread(target=hold, name="certify-lock", daemon=True)
         thread.start()
         taken.wait(90)  # past the connection's 60 s timeout: taken or refused by then
-        self.lock = (thread, release)
-        if refused:
+        if refused:  # nothing to release later, so no unlock either
+            thread.join(timeout=30)
             self._note(elapsed, "lock-missed", "ledger file", f"not taken: {refused[0]}")
-        else:
-            detail = f"BEGIN IMMEDIATE held for {LOCK_SECONDS:g} s"
-            self._note(elapsed, "lock", "ledger file", detail)
+            return
+        self.lock = (thread, release)
+        self._note(elapsed, "lock", "ledger file", f"BEGIN IMMEDIATE held for {LOCK_SECONDS:g} s")
 
     def _release(self, elapsed: float) -> None:
         assert self.lock is not None
