@@ -9,9 +9,9 @@ busy_timeout) on each provider, then requires every check to hold. A failure nam
 
 ``test_broken_fencing_is_caught`` runs a small certification against a deliberately broken
 worker (``ACTA_ANVIL_BREAK_FENCING=1``: the lab app strips the lease fence from the SQL acta
-loads, anvil/certify/breakage.py) with two zombies, and requires the checks to report the
-zombies' writes. If it passed, the certification could not tell a fenced worker from an
-unfenced one.
+loads, anvil/certify/breakage.py) with two zombies, on each provider, and requires the checks
+to report the zombies' writes. If it passed, the certification could not tell a fenced worker
+from an unfenced one.
 
 Real processes and real time, as every chaos test; the waits are on the children's output and
 the ledger, never blind sleeps.
@@ -87,7 +87,10 @@ def test_tier_a_certifies(request: pytest.FixtureRequest, tmp_path: Path, provid
     assert stats["outbox_delivered"] > 0 or provider == "sqlite", stats
 
 
-def test_broken_fencing_is_caught(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+@pytest.mark.parametrize("provider", ["sqlite", "postgres"])
+def test_broken_fencing_is_caught(
+    request: pytest.FixtureRequest, tmp_path: Path, provider: str
+) -> None:
     tier = TIERS["A"].scaled(jobs=200, window=8.0)
     tier = type(tier)(**{**tier.as_dict(), "zombies": 2})
     # A fixed fault plan (ACTA_CERTIFY_SEED still overrides it): with a random one, a plan whose
@@ -95,10 +98,12 @@ def test_broken_fencing_is_caught(request: pytest.FixtureRequest, tmp_path: Path
     # minute first) gives them nothing to overwrite, and the proof proves nothing. Seed 13's
     # zombies wake while their jobs are still being settled by others.
     options = _options(
-        request, tmp_path, "sqlite", tier=tier, break_fencing=True, fixed_seed=BROKEN_SEED
+        request, tmp_path, provider, tier=tier, break_fencing=True, fixed_seed=BROKEN_SEED
     )
     record, path = certify(options)
-    assert not record["passed"], f"a worker without fencing passed certification: {path}"
+    assert not record["passed"], (
+        f"a worker without fencing passed certification: {path}\nfaults {record['faults']}"
+    )
     caught = {c["name"] for c in record["checks"] if c["violations"]}
     assert caught & {"certify_settled_twice", "certify_fenced_writes"}, (
         f"the zombies' writes went unreported (seed {options.seed}): {caught}; record {path}"

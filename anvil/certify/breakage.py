@@ -7,6 +7,11 @@ the two guard reads) become always true, so a worker that lost its lease can sti
 job it was running, and write its steps, even after another worker finished it. A zombie woken after
 recovery gave its job to another worker then writes over the new owner's run, which the
 certification's checks must report (``certify_fenced_writes``, ``certify_settled_twice``).
+
+On PostgreSQL the fused start and settle run inside ledger functions that the migrations
+create, so their fences stay. A zombie's settle is still not stopped: rows whose guard fails in
+``settle_batch`` go through the portable ``transition_guard`` and ``transition`` statements,
+which this module does unfence. chaos/test_certify.py proves it on both providers.
 """
 
 from __future__ import annotations

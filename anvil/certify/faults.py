@@ -187,7 +187,9 @@ class Injector:
         if self.zombie is not None or not candidates:
             self._note(elapsed, "zombie", "-", "skipped: a zombie is asleep or no live worker")
             return
-        victim = self.rng.choice(candidates)
+        # A zombie proves something only if it froze holding leases: prefer a worker that is
+        # running a job now (any worker when none is).
+        victim = self.rng.choice([w for w in candidates if w.pid in busy] or candidates)
         self.fleet.stop(victim)
         newest = self.ledger.value(NEWEST)
         spare = self.fleet.spawn()
