@@ -181,19 +181,14 @@ async def async_link(conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[Link]:
 _CURSOR = "_acta_cursor"
 
 
-def _pooled_cursor(conn: psycopg.Connection[Any]) -> DictCursor:
-    cur: DictCursor | None = getattr(conn, _CURSOR, None)
-    if cur is None or cur.closed:
-        cur = psycopg.RawCursor(conn, row_factory=utc_dict_row)
-        binary_lists(cur)
-        setattr(conn, _CURSOR, cur)
-    return cur
+C = TypeVar("C", DictCursor, AsyncDictCursor)
 
 
-def _pooled_async_cursor(conn: psycopg.AsyncConnection[Any]) -> AsyncDictCursor:
-    cur: AsyncDictCursor | None = getattr(conn, _CURSOR, None)
+def _kept_cursor(conn: object, make: Callable[[], C]) -> C:
+    """The cursor ``conn`` keeps, made by ``make`` on first use (or after it was closed)."""
+    cur: C | None = getattr(conn, _CURSOR, None)
     if cur is None or cur.closed:
-        cur = psycopg.AsyncRawCursor(conn, row_factory=utc_dict_row)
+        cur = make()
         binary_lists(cur)
         setattr(conn, _CURSOR, cur)
     return cur
@@ -208,7 +203,9 @@ class SyncLinks:
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[Link]:
         with self.pool.connection() as conn:
-            yield SyncLink(conn, _pooled_cursor(conn))
+            yield SyncLink(
+                conn, _kept_cursor(conn, lambda: psycopg.RawCursor(conn, row_factory=utc_dict_row))
+            )
 
     async def check(self) -> None:
         self.pool.check()
@@ -223,7 +220,8 @@ class AsyncLinks:
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[Link]:
         async with self.pool.connection() as conn:
-            yield AsyncLink(conn, _pooled_async_cursor(conn))
+            cur = _kept_cursor(conn, lambda: psycopg.AsyncRawCursor(conn, row_factory=utc_dict_row))
+            yield AsyncLink(conn, cur)
 
     async def check(self) -> None:
         await self.pool.check()
