@@ -111,7 +111,7 @@ class Injector:
         self.log: list[FaultRecord] = []
         self.zombie: tuple[Worker, float, int] | None = None
         self.lock: tuple[threading.Thread, threading.Event] | None = None
-        self.retries: dict[str, int] = {}
+        self.retries: dict[tuple[str, str], int] = {}
 
     def tick(self, elapsed: float) -> None:
         """Fire the faults due by ``elapsed``; end a zombie's sleep or a lock hold when due."""
@@ -154,7 +154,7 @@ class Injector:
     def _later(self, fault: str, elapsed: float, reason: str = "") -> bool:
         """Put ``fault`` back half a second later, up to 20 times per ``reason``: a zombie
         wants a worker holding running jobs, and a moment later there is usually one."""
-        key = f"{fault}:{reason}"
+        key = (fault, reason)
         tries = self.retries.get(key, 0)
         if tries >= 20:
             return False
@@ -169,7 +169,7 @@ class Injector:
         # replacement takes seconds to start on a loaded machine): wait for one to come up.
         if len(candidates) < 2 and self._later("kill", elapsed):
             return
-        self.retries.pop("kill:", None)
+        self.retries.pop(("kill", ""), None)
         if not candidates:
             self._note(elapsed, "kill", "-", "no live worker to kill")
             return
@@ -184,7 +184,7 @@ class Injector:
         idle = not any(w.pid in busy for w in candidates)
         if self.zombie is None and idle and self._later("zombie", elapsed):
             return
-        self.retries.pop("zombie:", None)
+        self.retries.pop(("zombie", ""), None)
         if self.zombie is not None or not candidates:
             self._note(elapsed, "zombie", "-", "skipped: a zombie is asleep or no live worker")
             return
@@ -202,6 +202,7 @@ class Injector:
                 return
             self._note(elapsed, "zombie", "-", "skipped: every worker froze holding the lock")
             return
+        self.retries.pop(("zombie", "lock"), None)  # the next zombie gets its own 20 tries
         newest = self.ledger.value(NEWEST)
         spare = self.fleet.spawn()
         self.zombie = (victim, elapsed, newest)
