@@ -5,7 +5,7 @@ starts, so ``--seed S`` replays the same schedule. ``Injector`` carries them out
 fleet and the database, and logs each one as it happened (``FaultRecord``). The kinds:
 
 - ``kill``: SIGKILL a worker that holds executing jobs (any live one if none does), and start
-  a replacement at once;
+  a replacement at once; a zombie woken less than ``WAKE_GRACE`` ago is spared;
 - ``zombie``: SIGSTOP a busy worker, start a replacement, and SIGCONT the frozen one only
   after recovery took its leases (lease-lost events name it) or 10 s (SQLite) or 20 s
   (PostgreSQL) passed: when it wakes, every write it tries must be fenced;
@@ -35,6 +35,10 @@ LOCK_SECONDS = 6.0  # past the workers' 5 s busy_timeout
 # How long a zombie sleeps at most when no lease of it lapses: on SQLite a process frozen while
 # it holds the file's write lock stalls every writer (recovery too) until it wakes, so short.
 ZOMBIE_WAIT = {"sqlite": 10.0, "postgres": 20.0}
+# How long a woken zombie is spared from kills: its writes after the wake are what the zombie
+# proves (fenced, or caught by the checks when fencing is broken), and a CI run killed both of a
+# test's zombies 0.4 s and 1.3 s after waking, before either wrote anything.
+WAKE_GRACE = 3.0
 RESTART = ["pg_ctlcluster", "--skip-systemctl-redirect", "15", "main", "restart"]
 
 # Live worker processes executing jobs now.
@@ -112,6 +116,7 @@ class Injector:
         self.zombie: tuple[Worker, float, int] | None = None
         self.lock: tuple[threading.Thread, threading.Event] | None = None
         self.retries: dict[tuple[str, str], int] = {}
+        self.woken: dict[int, float] = {}  # pid -> when it was woken
 
     def tick(self, elapsed: float) -> None:
         """Fire the faults due by ``elapsed``; end a zombie's sleep or a lock hold when due."""
@@ -145,9 +150,9 @@ class Injector:
         except Exception:  # the server is restarting: no answer now
             return []
 
-    def _busy(self) -> list[Worker]:
+    def _busy(self, spared: frozenset[int] = frozenset()) -> list[Worker]:
         pids = {pid for (pid,) in self._executing()}
-        live = [w for w in self.fleet.live() if w.registered()]
+        live = [w for w in self.fleet.live() if w.registered() and w.pid not in spared]
         busy = [w for w in live if w.pid in pids]
         return sorted(busy or live, key=lambda w: w.pid)
 
@@ -164,7 +169,8 @@ class Injector:
         return True
 
     def _kill(self, elapsed: float) -> None:
-        candidates = self._busy()
+        spared = frozenset(pid for pid, at in self.woken.items() if elapsed - at < WAKE_GRACE)
+        candidates = self._busy(spared)
         # A kill while fewer than two workers are up would leave the fleet with none (a
         # replacement takes seconds to start on a loaded machine): wait for one to come up.
         if len(candidates) < 2 and self._later("kill", elapsed):
@@ -229,6 +235,7 @@ class Injector:
         self.zombie = None
         if victim.alive:
             self.fleet.resume(victim)
+            self.woken[victim.pid] = elapsed
         self._note(elapsed, "wake", victim.name, f"SIGCONT {why}, {elapsed - since:.1f} s asleep")
 
     def _backends(self, elapsed: float) -> None:

@@ -53,7 +53,8 @@ must end in) and the witness table, as well as acta's tables:
 - ``certify_settled_twice``: no run closed twice, no job ended twice;
 - ``certify_extra_runs``: every extra run is explained by a lost lease or a retry, and every
   witnessed handler run is a recorded one;
-- ``certify_fenced_writes``: I4, no event under an older lease epoch after a newer one;
+- ``certify_fenced_writes``: I4, no event under an older lease epoch after a newer one,
+  and no worker event under an epoch whose lease recovery already took;
 - ``certify_attempts``: attempts and executions agree with the events;
 - ``certify_stuck``: I2, nothing leased or waiting after the drain;
 - ``certify_history``: I3, each timeline is complete and in order.

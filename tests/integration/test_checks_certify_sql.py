@@ -177,11 +177,19 @@ def test_a_write_by_a_fenced_worker_is_caught(
     killed, ok = refs["killed"], refs["ok"]
     # The dead worker's run settles after the peer's run took the job over: a zombie's write.
     direct.event(killed, EventCode.EXECUTION_FINISHED, 1, _epoch(direct, killed, 1))
+    # ok: recovery takes its lease, and its holder writes again under that epoch before any
+    # new claim; the epochs never go down, so only the lease-lost rule sees it.
+    ok_epoch = _epoch(direct, ok, 1)
+    direct.event(ok, EventCode.LEASE_LOST, 1, ok_epoch)
+    direct.event(ok, EventCode.EXECUTION_FINISHED, 1, ok_epoch)
     direct.execute(
         "UPDATE {schema}.runtime SET lease_epoch = 0 WHERE job_id = :id", id=direct.job(ok)[0]
     )
+    after = "written by the holder after recovery took its lease"
     assert _found(direct, "certify_fenced_writes", "job_ref", "problem") == {
         (killed, "written under an older epoch than an earlier event"),
+        (killed, after),  # its run 1 was taken back by recovery before the peer ran it
+        (ok, after),
         (ok, "runtime row behind the epochs of its events"),
     }
 

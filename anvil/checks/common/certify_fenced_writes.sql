@@ -12,6 +12,10 @@
 -- epoch 3, which the fence should have refused. Two codes are left out: write-fenced (31) is
 -- the record of exactly such a refusal, written on purpose under the refused epoch, and
 -- lease-lost (30) names the lapsed epoch, always the latest at the time.
+-- The epoch only moves on at the next claim, so a write slipped in between recovery and that
+-- claim would pass the first rule. The second one catches it: after a lease-lost under epoch
+-- e, no worker's event (a run's start, end, steps, settle) may carry e again. Recovery's own
+-- events in that transaction (failed, an alert) and an operator's are not worker codes.
 WITH stamped AS (
     SELECT e.id,
            e.job_id,
@@ -32,6 +36,13 @@ SELECT s.job_ref, s.id AS event_id, s.code, s.execution, s.epoch, s.newest_befor
        'written under an older epoch than an earlier event' AS problem
 FROM stamped s
 WHERE s.epoch < s.newest_before
+UNION ALL
+SELECT w.job_ref, w.id, w.code, w.execution, w.epoch, l.epoch,
+       'written by the holder after recovery took its lease'
+FROM {schema}.events l
+JOIN {schema}.events w ON w.job_id = l.job_id AND w.epoch = l.epoch AND w.id > l.id
+WHERE l.code = 30
+  AND w.code IN (10, 11, 12, 13, 14, 15, 16, 17, 20, 24, 27, 40, 41, 42, 43, 44, 46)
 UNION ALL
 SELECT j.job_ref, NULL, NULL, NULL, r.lease_epoch, max(e.epoch),
        'runtime row behind the epochs of its events'
