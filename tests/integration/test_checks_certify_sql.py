@@ -239,3 +239,37 @@ def test_a_broken_timeline_is_caught(acta_app: Acta, acta_host: Host, direct: Pl
         (flaky, "runs not numbered 1, 2, ... in order"),
         (flaky, "a run started and never closed"),
     }
+
+
+SLOT = (
+    "INSERT INTO {schema}.schedules (namespace_id, definition_id, name, slot_id, every_ms, "
+    "declared, cursor_at, created_at, updated_at) SELECT j.namespace_id, j.definition_id, "
+    "'default', j.id, 1000, '{}', :at, :at, :at FROM {schema}.jobs j WHERE j.job_ref = :ref"
+)
+
+
+def test_a_slots_current_run_may_be_open(acta_app: Acta, acta_host: Host, direct: Planter) -> None:
+    refs = _run(acta_app, acta_host, direct)
+    ok = refs["ok"]
+    # ok, made a recurring slot whose run 2 started and still holds the lease: the fleet was
+    # stopped with its holder killed and no recovery after it. That open run is not a break.
+    epoch = _epoch(direct, ok, 1) + 1
+    direct.execute(SLOT, ref=ok, at=BASE)
+    direct.execute(
+        "UPDATE {schema}.runtime SET status = 21, lease_epoch = :epoch, executions = 2 "
+        "WHERE job_id = :id",
+        epoch=epoch,
+        id=direct.job(ok)[0],
+    )
+    direct.execute("DELETE FROM {schema}.events WHERE job_ref = :ref AND code = 20", ref=ok)
+    direct.event(ok, EventCode.EXECUTION_STARTED, 2, epoch)
+    assert _found(direct, "certify_history", "job_ref", "problem") == set()
+    # Once the slot's row moved on to a later run, the open one is reported.
+    direct.execute(
+        "UPDATE {schema}.runtime SET lease_epoch = :epoch, executions = 3 WHERE job_id = :id",
+        epoch=epoch + 1,
+        id=direct.job(ok)[0],
+    )
+    assert _found(direct, "certify_history", "job_ref", "problem") == {
+        (ok, "a run started and never closed")
+    }

@@ -9,7 +9,11 @@
 -- for jobs of application definitions (not "sys.") at the full audit level.
 -- 1. The first event of a job is enqueued (1).
 -- 2. Each execution-started (10) has a closing event for the same execution after it:
---    execution-finished (11) or lease-lost (30).
+--    execution-finished (11) or lease-lost (30). One run may still be open: a recurring
+--    slot's current run, while the slot's row is still executing under that run's epoch. A
+--    slot never ends, and when its holder was killed shortly before the end, no recovery
+--    came after it to write the lease-lost (a CI run stopped the fleet with the slot's lease
+--    still live). certify_stuck reports any other job left leased.
 -- 3. The n-th execution-started carries execution n (no run skipped, none numbered twice).
 -- 4. No run event (10, 11, 12, 15, 16, 17, 24, 26, 27, 30) follows the job's terminal event
 --    (20, 21, 22).
@@ -43,6 +47,11 @@ WHERE s.code = 10
       SELECT 1 FROM app c
       WHERE c.job_id = s.job_id AND c.execution = s.execution AND c.code IN (11, 30)
         AND c.id > s.id)
+  AND NOT EXISTS (
+      SELECT 1 FROM {schema}.runtime r
+      JOIN {schema}.schedules sc ON sc.slot_id = r.job_id
+      WHERE r.job_id = s.job_id AND r.status = 21 AND r.lease_epoch = s.epoch
+        AND r.executions = s.execution)
 UNION ALL
 SELECT n.job_ref, n.execution, 'runs not numbered 1, 2, ... in order'
 FROM numbered n
