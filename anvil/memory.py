@@ -32,6 +32,12 @@ from anvil.workload import BenchError, Target, clock, fresh_ledger, pump
 from anvil.workload import workers as spawn_workers
 
 WARM = 0.1  # the share of the drain after which the worker counts as warm
+# Beside each sample, what the claim's scans wade through: the runtime table's dead tuples
+# (rows a claim or settle left behind, until a vacuum) and how many autovacuums it had so far.
+VACUUM_SQL = (
+    "SELECT n_dead_tup, autovacuum_count FROM pg_stat_user_tables "
+    "WHERE schemaname = '{schema}' AND relname = 'runtime'"
+)
 
 
 def rss_kib(pid: int) -> int:
@@ -56,9 +62,13 @@ def slope(points: list[tuple[float, float]]) -> float:
     return sum((x - mx) * (y - my) for x, y in points) / sxx
 
 
-def drain(target: Target, jobs: int, executors: int, profile: str, every: float) -> dict[str, Any]:
-    """Drain a backlog of ``jobs`` with one worker, sampling its RSS; the samples and summary."""
+def drain(
+    target: Target, jobs: int, executors: int, profile: str, every: float, vacuum_every: float
+) -> dict[str, Any]:
+    """Drain a backlog of ``jobs`` with one worker, sampling its RSS; the samples and summary.
+    ``vacuum_every`` (seconds, 0: never) runs VACUUM on the runtime table that often."""
     samples: list[dict[str, float]] = []
+    vacuums = 0
     with fresh_ledger(target) as ledger:
         load_seconds = preload(ledger, jobs)
         # The bench's own jobs only: acta's recurring sys.* slots wait as ready rows too.
@@ -70,15 +80,18 @@ def drain(target: Target, jobs: int, executors: int, profile: str, every: float)
         with spawn_workers(ledger, 1, profile=profile, **settings) as children:
             (child,) = children
             pid = child.process.pid
-            started = clock.monotonic()
+            started = vacuumed = clock.monotonic()
             deadline = started + 600 + jobs / 200
             while True:
                 ready = int(ledger.sql(ready_sql)[0][0])
+                dead, autovacuums = ledger.sql(VACUUM_SQL.format(schema=ledger.schema))[0]
                 samples.append(
                     {
                         "s": round(clock.monotonic() - started, 2),
                         "drained": jobs - ready,
                         "rss_kib": rss_kib(pid),
+                        "runtime_dead_tuples": int(dead),
+                        "runtime_autovacuums": int(autovacuums),
                     }
                 )
                 if ready == 0:
@@ -88,6 +101,9 @@ def drain(target: Target, jobs: int, executors: int, profile: str, every: float)
                     raise BenchError(f"the worker exited ({child.process.returncode}):\n{tail}")
                 if clock.monotonic() > deadline:
                     raise BenchError(f"timed out with {ready:,} jobs still ready")
+                if vacuum_every and clock.monotonic() - vacuumed >= vacuum_every:
+                    ledger._conn.execute(f"VACUUM {ledger.table('runtime')}")
+                    vacuumed, vacuums = clock.monotonic(), vacuums + 1
                 pump(children, every)  # keeps the worker's pipe drained while we wait
     took = samples[-1]["s"]
     warm = [p for p in samples if p["drained"] >= WARM * jobs]
@@ -103,12 +119,33 @@ def drain(target: Target, jobs: int, executors: int, profile: str, every: float)
         "rss_end_kib": samples[-1]["rss_kib"],
         "rss_peak_kib": max(p["rss_kib"] for p in samples),
         "slope_kib_per_100k_jobs": per_job * 100_000,
+        "manual_vacuums": vacuums,
         "samples": samples,
     }
 
 
+def by_tenth(samples: list[dict[str, float]], jobs: int) -> list[tuple[int, float, float]]:
+    """For each tenth of the drain: (jobs drained at its end, jobs/s over it, RSS in KiB at its
+    end), from the samples that bracket it."""
+    out: list[tuple[int, float, float]] = []
+    previous = samples[0]
+    for k in range(1, 11):
+        mark = jobs * k / 10
+        end = next((p for p in samples if p["drained"] >= mark), samples[-1])
+        if end is previous or end["s"] <= previous["s"]:
+            continue
+        rate = (end["drained"] - previous["drained"]) / (end["s"] - previous["s"])
+        out.append((int(end["drained"]), rate, end["rss_kib"]))
+        previous = end
+    return out
+
+
 def _page(env: dict[str, Any], args: argparse.Namespace, result: dict[str, Any]) -> list[str]:
     mib = 1024.0
+    tenths = [
+        f"| {drained:,} | {rate:,.0f} | {rss / mib:,.1f} MiB |"
+        for drained, rate, rss in by_tenth(result["samples"], result["jobs"])
+    ]
     return [
         f"# Worker memory over a long drain, {env['date']}",
         "",
@@ -117,7 +154,13 @@ def _page(env: dict[str, Any], args: argparse.Namespace, result: dict[str, Any])
         f"Commit {env['acta']['commit'][:12]}, one process x {args.executors} executors, "
         f"profile {args.profile}, {result['jobs']:,} zero-work jobs, RSS sampled every "
         f"{args.every:g} s ({len(result['samples'])} samples; all of them in the JSON beside "
-        "this page).",
+        f"this page). Server autovacuum: {env.get('autovacuum', 'unknown')}; VACUUM of the "
+        "runtime table by the bench: "
+        + (
+            f"every {args.vacuum_every:g} s ({result['manual_vacuums']} runs)."
+            if args.vacuum_every
+            else "none."
+        ),
         "",
         "| drained in | jobs/s | RSS at start | RSS warm (10% drained) | RSS at end | peak | "
         "slope after warm-up |",
@@ -126,7 +169,23 @@ def _page(env: dict[str, Any], args: argparse.Namespace, result: dict[str, Any])
         f"{result['rss_start_kib'] / mib:,.1f} MiB | {result['rss_warm_kib'] / mib:,.1f} MiB | "
         f"{result['rss_end_kib'] / mib:,.1f} MiB | {result['rss_peak_kib'] / mib:,.1f} MiB | "
         f"{result['slope_kib_per_100k_jobs']:+,.0f} KiB per 100,000 jobs |",
+        "",
+        "By tenth of the drain (between the samples that bracket each tenth):",
+        "",
+        "| drained by | jobs/s over the tenth | RSS |",
+        "|---|---|---|",
+        *tenths,
     ]
+
+
+def _server_setting(dsn: str, name: str) -> str:
+    """A setting of the server, as SHOW gives it (autovacuum decides whether dead rows pile up
+    over a long drain: a CI configuration may turn it off)."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT setting FROM pg_settings WHERE name = %s", (name,)).fetchone()
+    return "unknown" if row is None else str(row[0])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,6 +197,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--executors", type=int, default=16)
     parser.add_argument("--profile", default="bulk")
     parser.add_argument("--every", type=float, default=2.0, help="seconds between samples")
+    parser.add_argument(
+        "--vacuum-every",
+        type=float,
+        default=0.0,
+        help="run VACUUM on the runtime table every this many seconds (0: never); stands in "
+        "for autovacuum on a server that runs without it",
+    )
     parser.add_argument("--label", default="", help="added to the file name")
     parser.add_argument("--out", type=Path, default=Path("docs/benchmarks"))
     args = parser.parse_args(args_list)
@@ -147,12 +213,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("the memory bench reads /proc: Linux only")
     _check_postgres(args.dsn)
     env = report.environment("python -m anvil.memory " + " ".join(args_list), args.dsn)
+    env["autovacuum"] = _server_setting(args.dsn, "autovacuum")
     workdir = Path(tempfile.mkdtemp(prefix="acta-memory-"))
     try:
         before = loadavg()
         result = drain(
             Target("postgres", workdir, args.dsn), args.jobs, args.executors, args.profile,
-            args.every,
+            args.every, args.vacuum_every,
         )  # fmt: skip
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
