@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
 import shutil
 import statistics
@@ -241,10 +240,7 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(f"| {v} | {b:,} | {medians[f'{v}/{b}']:,.0f} | {min(values):,.0f}–"
                          f"{max(values):,.0f} | {medians[f'{v}/{b}'] / base:.2f} | "
                          f"{blocks:,.1f} | {share:.1%} |")  # fmt: skip
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{name}.json").write_text(json.dumps(doc, indent=1, default=str) + "\n")
-    (args.out / f"{name}.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    report.save_page(doc, lines, args.out, name)
     return 0
 
 

@@ -14,7 +14,6 @@ in KiB per 100,000 jobs. Linux only (``/proc``). The samples go to
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -227,10 +226,7 @@ def main(argv: list[str] | None = None) -> int:
            "load": {"before": before, "after": loadavg()}, "result": result}  # fmt: skip
     name = f"{env['date']}-memory" + (f"-{args.label}" if args.label else "")
     lines = _page(env, args, result)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{name}.json").write_text(json.dumps(doc, indent=1, default=str) + "\n")
-    (args.out / f"{name}.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    report.save_page(doc, lines, args.out, name)
     return 0
 
 

@@ -127,6 +127,15 @@ def write(doc: Doc, out: Path, name: str) -> tuple[Path, Path]:
     return json_path, md_path
 
 
+def save_page(doc: Doc, lines: list[str], out: Path, name: str) -> None:
+    """A focused bench's record: ``doc`` as ``name.json`` and its page ``lines`` as
+    ``name.md`` in ``out``; the page is printed too."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    (out / f"{name}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
 def index(out: Path) -> None:
     """Rewrite the list of result files in ``out/README.md`` (if it has the markers)."""
     readme = out / "README.md"
