@@ -298,14 +298,8 @@ def main(argv: list[str] | None = None) -> int:
            "results": results, "ratios": ratios(results["medians"])}  # fmt: skip
     name = report.slug(env).replace(env["date"], env["date"] + "-peers", 1)
     name += "-quick" if args.quick else ""
-    args.out.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = args.out / f"{name}.json", args.out / f"{name}.md"
-    import json
-
-    json_path.write_text(json.dumps(doc, indent=1, default=str) + "\n")
-    md_path.write_text(markdown(doc))
-    print(markdown(doc))
-    print(f"wrote {json_path} and {md_path}")
+    report.save_page(doc, markdown(doc).split("\n")[:-1], args.out, name)  # markdown() ends in "\n"
+    print(f"wrote {args.out / name}.json and {args.out / name}.md")
     return 0
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -50,15 +51,10 @@ def rss_kib(pid: int) -> int:
 
 def slope(points: list[tuple[float, float]]) -> float:
     """The least-squares slope of y over x (0 for fewer than two distinct x)."""
-    n = len(points)
-    if n < 2:
+    if len({x for x, _ in points}) < 2:
         return 0.0
-    mx = sum(x for x, _ in points) / n
-    my = sum(y for _, y in points) / n
-    sxx = sum((x - mx) ** 2 for x, _ in points)
-    if sxx == 0:
-        return 0.0
-    return sum((x - mx) * (y - my) for x, y in points) / sxx
+    xs, ys = zip(*points, strict=True)
+    return statistics.linear_regression(xs, ys).slope
 
 
 def drain(
@@ -153,8 +149,8 @@ def _page(env: dict[str, Any], args: argparse.Namespace, result: dict[str, Any])
         f"Commit {env['acta']['commit'][:12]}, one process x {args.executors} executors, "
         f"profile {args.profile}, {result['jobs']:,} zero-work jobs, RSS sampled every "
         f"{args.every:g} s ({len(result['samples'])} samples; all of them in the JSON beside "
-        f"this page). Server autovacuum: {env.get('autovacuum', 'unknown')}; VACUUM of the "
-        "runtime table by the bench: "
+        f"this page). Server autovacuum: {env['postgres'].get('autovacuum', 'unknown')}; "
+        "VACUUM of the runtime table by the bench: "
         + (
             f"every {args.vacuum_every:g} s ({result['manual_vacuums']} runs)."
             if args.vacuum_every
@@ -175,16 +171,6 @@ def _page(env: dict[str, Any], args: argparse.Namespace, result: dict[str, Any])
         "|---|---|---|",
         *tenths,
     ]
-
-
-def _server_setting(dsn: str, name: str) -> str:
-    """A setting of the server, as SHOW gives it (autovacuum decides whether dead rows pile up
-    over a long drain: a CI configuration may turn it off)."""
-    import psycopg
-
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        row = conn.execute("SELECT setting FROM pg_settings WHERE name = %s", (name,)).fetchone()
-    return "unknown" if row is None else str(row[0])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -212,7 +198,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("the memory bench reads /proc: Linux only")
     _check_postgres(args.dsn)
     env = report.environment("python -m anvil.memory " + " ".join(args_list), args.dsn)
-    env["autovacuum"] = _server_setting(args.dsn, "autovacuum")
     workdir = Path(tempfile.mkdtemp(prefix="acta-memory-"))
     try:
         before = loadavg()

@@ -71,8 +71,9 @@ def machine() -> Doc:
 
 
 def postgres_server(dsn: str) -> Doc:
-    """The server's version and the settings that bear on commit cost."""
-    settings = ("synchronous_commit", "fsync", "wal_sync_method", "shared_buffers")
+    """The server's version and the settings that bear on commit cost, and autovacuum, which
+    decides whether dead rows pile up over a long drain (a CI configuration may turn it off)."""
+    settings = ("synchronous_commit", "fsync", "wal_sync_method", "shared_buffers", "autovacuum")
     with psycopg.connect(dsn, autocommit=True) as conn:
         found: Doc = {"version": conn.execute("SHOW server_version").fetchone()[0]}  # type: ignore[index]
         for name in settings:
