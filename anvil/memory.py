@@ -32,11 +32,14 @@ from anvil.workload import BenchError, Target, clock, fresh_ledger, pump
 from anvil.workload import workers as spawn_workers
 
 WARM = 0.1  # the share of the drain after which the worker counts as warm
-# Beside each sample, what the claim's scans wade through: the runtime table's dead tuples
-# (rows a claim or settle left behind, until a vacuum) and how many autovacuums it had so far.
-VACUUM_SQL = (
-    "SELECT n_dead_tup, autovacuum_count FROM pg_stat_user_tables "
-    "WHERE schemaname = '{schema}' AND relname = 'runtime'"
+# One read per sample: the bench's own jobs still ready (acta's recurring sys.* slots wait as
+# ready rows too), and what the claim's scans wade through, the runtime table's dead tuples
+# (rows a claim or settle left behind, until a vacuum) and its autovacuums so far.
+SAMPLE_SQL = (
+    "SELECT (SELECT count(*) FROM {{runtime}} r JOIN {{definitions}} d "
+    "ON d.id = r.definition_id WHERE d.name = '{name}' AND r.status = {ready}), "
+    "s.n_dead_tup, s.autovacuum_count FROM pg_stat_user_tables s "
+    "WHERE s.schemaname = '{schema}' AND s.relname = 'runtime'"
 )
 
 
@@ -66,11 +69,7 @@ def drain(
     vacuums = 0
     with fresh_ledger(target) as ledger:
         load_seconds = preload(ledger, jobs)
-        # The bench's own jobs only: acta's recurring sys.* slots wait as ready rows too.
-        ready_sql = (
-            "SELECT count(*) FROM {runtime} r JOIN {definitions} d ON d.id = r.definition_id "
-            f"WHERE d.name = '{NOOP}' AND r.status = {int(JobStatus.READY)}"
-        )
+        sample_sql = SAMPLE_SQL.format(name=NOOP, ready=int(JobStatus.READY), schema=ledger.schema)
         settings = {"executors": executors, "listen": True, "poll": DRAIN_POLL}
         with spawn_workers(ledger, 1, profile=profile, **settings) as children:
             (child,) = children
@@ -78,18 +77,17 @@ def drain(
             started = vacuumed = clock.monotonic()
             deadline = started + 600 + jobs / 200
             while True:
-                ready = int(ledger.sql(ready_sql)[0][0])
-                dead, autovacuums = ledger.sql(VACUUM_SQL.format(schema=ledger.schema))[0]
+                ready, dead, autovacuums = ledger.sql(sample_sql)[0]
                 samples.append(
                     {
                         "s": round(clock.monotonic() - started, 2),
-                        "drained": jobs - ready,
+                        "drained": jobs - int(ready),
                         "rss_kib": rss_kib(pid),
                         "runtime_dead_tuples": int(dead),
                         "runtime_autovacuums": int(autovacuums),
                     }
                 )
-                if ready == 0:
+                if not ready:
                     break
                 if not child.alive():
                     tail = "\n".join(child.lines[-20:])
