@@ -32,6 +32,7 @@ from anvil.certify.fleet import Fleet, Worker, clock
 from anvil.certify.ledger import Ledger, reconnect
 
 LOCK_SECONDS = 6.0  # past the workers' 5 s busy_timeout
+LOCK_WAIT = 10.0  # how long one try at taking the lock waits for the busy workers
 # How long a zombie sleeps at most when no lease of it lapses: on SQLite a process frozen while
 # it holds the file's write lock stalls every writer (recovery too) until it wakes, so short.
 ZOMBIE_WAIT = {"sqlite": 10.0, "postgres": 20.0}
@@ -275,7 +276,7 @@ class Injector:
         refused: list[str] = []
 
         def hold() -> None:
-            conn = sqlite3.connect(database, isolation_level=None, timeout=60)
+            conn = sqlite3.connect(database, isolation_level=None, timeout=LOCK_WAIT)
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 taken.set()
@@ -291,11 +292,16 @@ class Injector:
 
         thread = threading.Thread(target=hold, name="certify-lock", daemon=True)
         thread.start()
-        taken.wait(90)  # past the connection's 60 s timeout: taken or refused by then
+        taken.wait(LOCK_WAIT + 30)  # past the connection's timeout: taken or refused by then
         if refused:  # nothing to release later, so no unlock either
             thread.join(timeout=30)
+            # SQLite's lock is not fair: busy workers can starve a waiter that polls (a CI run
+            # waited 60 s in one go and missed). Try again a moment later, a few times.
+            if self._later("lock", elapsed, "busy"):
+                return
             self._note(elapsed, "lock-missed", "ledger file", f"not taken: {refused[0]}")
             return
+        self.retries.pop(("lock", "busy"), None)
         self.lock = (thread, release)
         self._note(elapsed, "lock", "ledger file", f"BEGIN IMMEDIATE held for {LOCK_SECONDS:g} s")
 

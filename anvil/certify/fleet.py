@@ -103,6 +103,13 @@ class Fleet:
     def stop(self, worker: Worker) -> None:
         """SIGSTOP: the process freezes mid-whatever, holding its leases, until resumed."""
         worker.process.send_signal(signal.SIGSTOP)
+        # The signal is delivered asynchronously: wait for the kernel to report the child
+        # stopped, so what the caller checks next (is SQLite's write lock free?) cannot change
+        # under it. A CI run froze a worker a moment after that check and the worker took the
+        # lock in between.
+        _, status = os.waitpid(worker.pid, os.WUNTRACED)
+        if not os.WIFSTOPPED(status):  # it died on its own first: the status is its exit
+            worker.process.returncode = os.waitstatus_to_exitcode(status)
         worker.stopped = True
 
     def resume(self, worker: Worker) -> None:
