@@ -13,7 +13,8 @@ fleet and the database, and logs each one as it happened (``FaultRecord``). The 
   sessions (found by ``application_name``), cutting connections mid-transaction;
 - ``restart`` (PostgreSQL, Tier B): restart the server once (``pg_ctlcluster ... restart``);
 - ``lock`` (SQLite): a second writer takes the write lock (BEGIN IMMEDIATE) and holds it past
-  the workers' busy_timeout (5 s), so their writes fail with SQLITE_BUSY and must be retried.
+  the workers' busy_timeout (5 s), so their writes fail with SQLITE_BUSY and must be retried;
+  it waits up to ``LOCK_WAIT`` per try for the lock and tries again later if refused.
 
 Which worker a fault hits is drawn from the same seeded source, among the workers busy at that
 moment, so a replay hits the same schedule but, with different timings, maybe other workers.
@@ -158,8 +159,9 @@ class Injector:
         return sorted(busy or live, key=lambda w: w.pid)
 
     def _later(self, fault: str, elapsed: float, reason: str = "") -> bool:
-        """Put ``fault`` back half a second later, up to 20 times per ``reason``: a zombie
-        wants a worker holding running jobs, and a moment later there is usually one."""
+        """Put ``fault`` back half a second later, up to 20 times per ``reason``: what it
+        waits for (a worker holding running jobs, a second live worker, a lock the busy
+        workers let go) is usually there a moment later."""
         key = (fault, reason)
         tries = self.retries.get(key, 0)
         if tries >= 20:

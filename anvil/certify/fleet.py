@@ -105,8 +105,7 @@ class Fleet:
         worker.process.send_signal(signal.SIGSTOP)
         # The signal is delivered asynchronously: wait for the kernel to report the child
         # stopped, so what the caller checks next (is SQLite's write lock free?) cannot change
-        # under it. A CI run froze a worker a moment after that check and the worker took the
-        # lock in between.
+        # under it: otherwise the worker could take the lock between the check and its stop.
         _, status = os.waitpid(worker.pid, os.WUNTRACED)
         if not os.WIFSTOPPED(status):  # it died on its own first: the status is its exit
             worker.process.returncode = os.waitstatus_to_exitcode(status)

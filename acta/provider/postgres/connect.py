@@ -150,11 +150,15 @@ def utc_dict_row(cursor: Any) -> RowMaker[dict[str, Any]]:
     fields = range(result.nfields)
     names = [result.fname(i).decode() for i in fields]
     instants = [names[i] for i in fields if result.ftype(i) in _INSTANT_OIDS]
+
+    def make(values: Sequence[Any]) -> dict[str, Any]:
+        return dict(zip(names, values, strict=True))
+
     if not instants:
-        return lambda values: dict(zip(names, values, strict=True))
+        return make  # nothing to convert: skip the per-row scan
 
     def row(values: Sequence[Any]) -> dict[str, Any]:
-        out = dict(zip(names, values, strict=True))
+        out = make(values)
         for key in instants:
             value = out[key]
             if isinstance(value, datetime):
