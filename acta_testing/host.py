@@ -106,6 +106,8 @@ class AsyncHost:
         Due system jobs (recovery) run first, as they would in production, and do not count:
         the outcome is that of the one user job run, or nothing-claimed."""
         chosen = worker or self.worker
+        if not _live(chosen, paused_too=True):
+            return TickOutcome.NOTHING_CLAIMED  # killed or stopped: it claims nothing more
         for _ in range(SYSTEM_RUNS_PER_TICK):
             ended, name = await chosen.run_one()
             await self._settled_stops()
@@ -128,10 +130,10 @@ class AsyncHost:
         await self._ensure_started()
         target = self.clock.now() + step
         for w in self.workers:
-            if w.registered and not w.killed and not w.paused:
+            if w.registered and _live(w):
                 w.skip_idle_beats(target)  # an idle worker's last beat of the jump is enough
         while True:
-            live = [w for w in self.workers if w.registered and not w.killed and not w.paused]
+            live = [w for w in self.workers if w.registered and _live(w)]
             due = [w.next_heartbeat for w in live]
             if not due or min(due) > target:
                 break
@@ -144,7 +146,7 @@ class AsyncHost:
 
     async def _ensure_started(self) -> None:
         for w in self.workers:
-            if not w.killed:
+            if _live(w, paused_too=True):  # a stopped worker must not come back
                 await w.ensure_registered()
 
     async def run_until_idle(
@@ -248,6 +250,12 @@ class AsyncHost:
         await self.provider.aclose()
 
 
+def _live(worker: Worker, *, paused_too: bool = False) -> bool:
+    """Whether ``worker`` still takes part: not killed, not stopped (a shutdown ends its
+    claiming for good) and, unless ``paused_too``, not paused."""
+    return not worker.killed and worker.claiming and (paused_too or not worker.paused)
+
+
 class Portal:
     """An event loop on its own thread, so sync code can call async code and be called back."""
 
@@ -268,6 +276,10 @@ class Portal:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
     def close(self) -> None:
+        # Tasks still on the loop (a sleeper's waiters a shutdown cancelled, say) get to finish
+        # their cancellation first: a loop closed under a pending task logs "Task was
+        # destroyed but it is pending!" when the task is collected.
+        asyncio.run_coroutine_threadsafe(_settle_tasks(), self.loop).result()
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join()
         self.loop.close()
@@ -332,6 +344,18 @@ class Host:
     def close(self) -> None:
         self._portal.call(self._host.aclose())
         self._portal.close()
+
+
+async def _settle_tasks() -> None:
+    """Cancel every other task on the running loop and wait until each has finished."""
+    for _ in range(10):  # a cancelled task may start another on its way out
+        current = asyncio.current_task()
+        others = [t for t in asyncio.all_tasks() if t is not current and not t.done()]
+        if not others:
+            return
+        for task in others:
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
 
 
 async def _make(
