@@ -91,7 +91,10 @@ def peer_host(app: Acta, worker: Worker) -> str:
 
 
 def test_closing_after_a_cooperative_stop_leaves_no_pending_task(
-    acta_app: Acta, acta_provider: Provider, acta_clock: ManualClock, caplog: pytest.LogCaptureFixture
+    acta_app: Acta,
+    acta_provider: Provider,
+    acta_clock: ManualClock,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Issue 26 item 6: closing the host after a stop from inside a handler logged
     "Task was destroyed but it is pending!" (tasks cancelled on the host's loop were never
