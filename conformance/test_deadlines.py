@@ -47,6 +47,19 @@ def failed_by_deadline(host: Host, ref: object) -> bool:
     )
 
 
+def runs_recorded(host: Host, ref: object) -> tuple[int, int, int, int]:
+    """(execution-started events, execution-finished events, executions, attempts): a run
+    failed by its deadline before its handler ran adds to none of them."""
+    codes = [e.code for e in host.events(ref)]
+    job = host.job(ref)
+    return (
+        codes.count(EventCode.EXECUTION_STARTED),
+        codes.count(EventCode.EXECUTION_FINISHED),
+        job.executions,
+        job.attempts,
+    )
+
+
 def test_the_deadline_and_its_policy_are_in_jobs_view(
     acta_app: Acta, acta_host: Host, ledger: Ledger
 ) -> None:
@@ -83,6 +96,8 @@ def test_a_strict_job_claimed_after_its_deadline_fails_without_running(
     assert ran == []
     assert failed_by_deadline(acta_host, ref)
     assert acta_host.run_until_idle() == 0  # no retry, whatever attempts are left
+    # The handler never ran: no execution is recorded and no attempt is spent.
+    assert runs_recorded(acta_host, ref) == (0, 0, 0, 0)
     [(reason,)] = ledger.rows(
         "SELECT last_error_reason FROM {schema}.jobs_view WHERE job_ref = :ref", {"ref": str(ref)}
     )
@@ -104,6 +119,7 @@ def test_a_strict_job_whose_retry_comes_after_the_deadline_fails_at_that_claim(
     acta_host.run_until_idle()
     assert ran == [1]  # the retry was due after the deadline: its handler never ran
     assert failed_by_deadline(acta_host, ref)
+    assert runs_recorded(acta_host, ref) == (1, 1, 1, 1)  # only the first run counts
 
 
 def test_a_sync_handler_still_running_at_the_deadline_is_failed_not_retried(
@@ -168,6 +184,7 @@ def test_a_strict_job_asleep_past_its_deadline_fails_when_it_comes_back(
     assert acta_host.tick() == "failed"
     assert after_sleep == []
     assert failed_by_deadline(acta_host, ref)
+    assert runs_recorded(acta_host, ref) == (1, 1, 1, 0)  # the run that slept, nothing after
 
 
 def test_a_strict_job_that_finishes_in_time_is_untouched(acta_app: Acta, acta_host: Host) -> None:

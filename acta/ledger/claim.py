@@ -219,9 +219,15 @@ def claim(
             for row in rows
         ]
     claimed = yield from _lease(worker_id, namespace_id, limit, skip_definitions, lease_ms, now)
-    # A job with a key of its own waits for admission, as in the fused claim.
+    # A job with a key of its own waits for admission, as in the fused claim; a job with a
+    # strict deadline is started by its run, which first checks the deadline (a job claimed
+    # too late is failed without an execution).
     startable_now = [
-        job for job in claimed if job.definition_id in startable and job.concurrency_key is None
+        job
+        for job in claimed
+        if job.definition_id in startable
+        and job.concurrency_key is None
+        and not (job.deadline_strict and job.deadline_at is not None)
     ]
     starting = startable_now[: max(0, start)]
     if not starting:

@@ -183,6 +183,21 @@ def failed(
     )
 
 
+def expired(job: Claimed, worker_id: int, policy: JobPolicy, message: str) -> Transition:
+    """A job claimed after its strict deadline, failed before its run started: no handler ran,
+    so no execution is recorded and no attempt is spent; the failed event says why."""
+    text = clip(message)
+    events = [EventRecord(EventCode.FAILED, None, reason=Reason.DEADLINE, message=text)]
+    return _plan(
+        job,
+        worker_id,
+        JobStatus.DISPATCHED,
+        JobStatus.FAILED,
+        events=audit_events(policy.audit, events),
+        alert=_alert(policy, Reason.DEADLINE, text, True),
+    )
+
+
 def handed_back(
     job: Claimed,
     execution: int | None,

@@ -23,7 +23,7 @@ from acta.errors import DatabaseUnavailableError
 from acta.ids import JobRef
 from acta.instant import NO_TIMER
 from acta.model.codes import JobStatus, Outcome, Reason
-from acta.model.rows import Transition
+from acta.model.rows import Claimed, Transition
 from acta.outcome import Cancel, Directive, Fail, Pause, Reschedule
 from acta.policy import settlement
 from acta.runtime.durable import DurablePort
@@ -71,12 +71,7 @@ class Attempt:
         return max(0, int((self.env.clock.monotonic() - self.started) * 1000))
 
     def past_deadline(self) -> bool:
-        job = self.run.job
-        return (
-            job.deadline_strict
-            and job.deadline_at is not None
-            and self.env.clock.now() >= job.deadline_at
-        )
+        return past_deadline(self.env, self.run.job)
 
     def limit(self) -> timedelta | None:
         """The run's time limit: its definition's timeout, or less if a strict deadline is
@@ -193,6 +188,11 @@ class Attempt:
             error,
         )
         return await settle(self.env, self.run, plan, RunEnd.REARMED)
+
+
+def past_deadline(env: RunEnv, job: Claimed) -> bool:
+    """Whether the job's strict deadline has passed, by the worker's clock."""
+    return job.deadline_strict and job.deadline_at is not None and env.clock.now() >= job.deadline_at
 
 
 async def settle(env: RunEnv, run: Run, plan: Transition, outcome: RunEnd) -> RunEnd:

@@ -24,7 +24,7 @@ from acta.model.rows import Bounced, Started
 from acta.outcome import Directive, Fail
 from acta.policy import settlement
 from acta.policy.gate import NO_GATES
-from acta.runtime.attempt import Attempt, keep_trying, settle
+from acta.runtime.attempt import Attempt, keep_trying, past_deadline, settle
 from acta.runtime.environment import RunEnv
 from acta.runtime.handler import (
     Interrupted,
@@ -63,6 +63,12 @@ async def execute(env: RunEnv, run: Run) -> RunEnd:
         execution = run.started.execution if run.started else None
         return await _interrupted(env, run, definition, execution, None)
     started = run.started
+    if started is None and system is None and past_deadline(env, job):
+        # Claimed after its strict deadline: fail it before its run starts, so the ledger
+        # records no execution and no attempt (the claim never starts such a job itself).
+        message = "its strict deadline passed before it ran"
+        plan = settlement.expired(job, env.identity.worker_id, policy, message)
+        return await settle(env, run, plan, RunEnd.FAILED)
     if started is None:
         gates = NO_GATES if system is not None else definition.gates(job.concurrency_key)
         if gates.any:

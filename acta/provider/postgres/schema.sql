@@ -1051,14 +1051,22 @@ BEGIN
         FOR UPDATE OF r SKIP LOCKED
     ),
     -- Window functions cannot share a query level with FOR UPDATE, so the rank is taken here.
+    -- A job with a strict deadline is only leased: its run checks the deadline before it
+    -- starts, so a job claimed too late is failed with no execution recorded.
     ranked AS (
         SELECT c.job_id,
-               c.definition_id = ANY (p_startable) AND NOT c.gated
+               s.startable
                AND row_number() OVER (
-                       PARTITION BY c.definition_id = ANY (p_startable) AND NOT c.gated
+                       PARTITION BY s.startable
                        ORDER BY c.priority DESC, c.next_run_at, c.job_id)
                    <= p_start AS started
         FROM candidates c
+        CROSS JOIN LATERAL (
+            SELECT c.definition_id = ANY (p_startable) AND NOT c.gated
+                   AND NOT EXISTS (SELECT 1 FROM {schema}.jobs j
+                                   WHERE j.id = c.job_id AND j.deadline_strict
+                                     AND j.deadline_at IS NOT NULL) AS startable
+        ) s
     )
     SELECT array_agg(k.job_id), array_agg(k.started) INTO v_ids, v_started FROM ranked k;
     IF v_ids IS NULL THEN

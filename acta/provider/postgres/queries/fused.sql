@@ -9,8 +9,9 @@
 -- name: fused_claim
 -- Claim a batch in one call, and start at once the first :start of it (in claim order)
 -- whose definition is in :startable (those this worker has a handler for and that declare no
--- gate) and that carry no gate of their own (gated: a concurrency key). A gated job stays
--- dispatched: admission decides whether it starts.
+-- gate) and that carry no gate of their own (gated: a concurrency key) and no strict deadline.
+-- A gated job stays dispatched: admission decides whether it starts. A job with a strict
+-- deadline stays dispatched too: its run checks the deadline before starting it (migration 18).
 -- See claim for why MATERIALIZED and SKIP LOCKED. A started row goes straight to executing:
 -- its execution is counted and its execution-started event written (except for definitions
 -- listed in :quiet_definitions, whose audit level leaves it out), so a woken worker with free
