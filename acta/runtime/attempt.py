@@ -192,7 +192,9 @@ class Attempt:
 
 def past_deadline(env: RunEnv, job: Claimed) -> bool:
     """Whether the job's strict deadline has passed, by the worker's clock."""
-    return job.deadline_strict and job.deadline_at is not None and env.clock.now() >= job.deadline_at
+    return (
+        job.deadline_strict and job.deadline_at is not None and env.clock.now() >= job.deadline_at
+    )
 
 
 async def settle(env: RunEnv, run: Run, plan: Transition, outcome: RunEnd) -> RunEnd:
