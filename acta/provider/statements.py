@@ -10,21 +10,30 @@ PostgreSQL statements also come numbered (``$1``, ``$2``: ``Statement.numbered``
 own connections run through psycopg's raw cursors: the driver then sends the text as it is,
 where a ``%(name)s`` text is parsed in Python on every call once it is longer than psycopg's
 cache takes (4 KiB, which the commented fused statements exceed: about 0.8 ms per call).
+
+Statement programs: a dialect may implement a named statement as a short program of driver
+calls instead of one statement (MariaDB has no ``UPDATE ... RETURNING``: it updates, then
+selects). Its steps are blocks named ``-- name: <statement>.<step>`` and its ``programs.py``
+maps ``<statement>`` to a generator that runs them (``Program``); the verbs, written once, see
+one named statement either way. A provider runs every op through ``op_calls``, performing the
+``Call`` values it yields on its connection (sync or awaited), so programs need nothing of it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
+from importlib import import_module, resources
 from importlib.resources.abc import Traversable
-from typing import Any
+from typing import Any, Literal, Protocol, TypeAlias
 
 from acta.errors import SchemaError
+from acta.provider.verb import Fetch, Op
 
-_NAME_LINE = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
+# A statement name, or ``<statement>.<step>`` for one step of a statement program.
+_NAME_LINE = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)?)\s*$", re.M)
 _PARAM = re.compile(r"[a-z_][a-z0-9_]*")
 # A placeholder cast to an array type, e.g. ``:job_ids::bigint[]``.
 _ARRAY_CAST = re.compile(r"::[a-z][a-z0-9_ ]*\[\]")
@@ -138,11 +147,82 @@ def sql_files(package: str, folder: str) -> list[Traversable]:
     return sorted((f for f in root.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name)
 
 
+# -- statement programs -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One call into the driver: ``many`` runs ``sql`` once per parameter set and answers
+    nothing; ``rowcount`` answers the number of rows changed; ``rows`` answers ``(description,
+    rows)`` with every row fetched. ``params`` are already bound for the driver."""
+
+    kind: Literal["many", "rowcount", "rows"]
+    sql: str
+    params: Any
+
+
+Calls: TypeAlias = Generator[Call, Any, Any]
+"""Driver calls to perform in order, each receiving its answer; returns the op's result."""
+
+OneStatement = Callable[[Statement, Fetch, Any], Calls]
+"""A dialect's way to run one statement: its driver calls for ``(statement, fetch, params)``
+(binding the parameters, shaping the rows as the verbs expect them)."""
+
+
+class Steps:
+    """What a program sees: its own steps, each run like a plain statement of the dialect."""
+
+    __slots__ = ("_one", "_statement", "_statements")
+
+    def __init__(self, statements: Statements, statement: str, one: OneStatement) -> None:
+        self._statements = statements
+        self._statement = statement
+        self._one = one
+
+    def run(self, step: str, params: Any, fetch: Fetch = "all") -> Calls:
+        """Run the block ``<statement>.<step>``; use with ``yield from``. Answers what a plain
+        statement answers for ``fetch`` (rows as dicts, the first row, a row count)."""
+        found = self._statements.step(self._statement, step)
+        return (yield from self._one(found, fetch, params))
+
+    def call(self, kind: Literal["many", "rowcount", "rows"], sql: str, params: Any) -> Calls:
+        """One raw driver call (its answer unshaped), for what no block needs to hold."""
+        return (yield Call(kind, sql, params))
+
+
+class Program(Protocol):
+    """A named statement written as driver calls (see the module docstring)."""
+
+    def __call__(self, steps: Steps, op: Op) -> Calls: ...
+
+
+def op_calls(statements: Statements, op: Op, one: OneStatement) -> Calls:
+    """The driver calls that run ``op``: its program's, or ``one``'s for its single statement.
+    Every provider runs ops through here, so any statement may become a program."""
+    program = statements.programs.get(op.statement)
+    if program is None:
+        return (yield from one(statements[op.statement], op.fetch, op.params))
+    return (yield from program(Steps(statements, op.statement, one), op))
+
+
+def load_programs(package: str) -> dict[str, Program]:
+    """``PROGRAMS`` of ``<package>.programs``, or none when the dialect has no such module."""
+    try:
+        module = import_module(f"{package}.programs")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{package}.programs":
+            raise
+        return {}
+    return dict(module.PROGRAMS)
+
+
 class Statements:
-    """Every named statement of one dialect, with the schema token already resolved."""
+    """Every named statement of one dialect, with the schema token already resolved, and its
+    statement programs (``programs``: statement name -> Program, steps in ``step()``)."""
 
     def __init__(self, package: str, qualify: Callable[[str], str], style: str) -> None:
         self._by_name: dict[str, Statement] = {}
+        self.programs = load_programs(package)
         for f in sql_files(package, "queries"):
             for name, body in parse_blocks(f.read_text("utf-8"), f.name).items():
                 if name in self._by_name:
@@ -151,6 +231,15 @@ class Statements:
                 sql, params = convert_params(text, style)
                 numbered = convert_params(text, "numeric")[0] if style == "pyformat" else ""
                 self._by_name[name] = Statement(name, sql, params, f.name, numbered)
+        for name in self.programs:
+            if name in self._by_name:
+                raise SchemaError(f"statement {name!r} is both a block and a program")
+            if not any(key.startswith(f"{name}.") for key in self._by_name):
+                raise SchemaError(f"program {name!r} has no '-- name: {name}.<step>' blocks")
+        for key in self._by_name:
+            owner = key.partition(".")[0]
+            if "." in key and owner not in self.programs:
+                raise SchemaError(f"step {key!r} belongs to no program in {package}.programs")
 
     def __getitem__(self, name: str) -> Statement:
         try:
@@ -158,8 +247,13 @@ class Statements:
         except KeyError:
             raise SchemaError(f"no SQL statement named {name!r} in this dialect") from None
 
+    def step(self, statement: str, step: str) -> Statement:
+        """The block ``<statement>.<step>`` of a program."""
+        return self[f"{statement}.{step}"]
+
     def names(self) -> frozenset[str]:
-        return frozenset(self._by_name)
+        """The statement names the verbs may use: plain blocks and programs (not steps)."""
+        return frozenset(n for n in self._by_name if "." not in n) | frozenset(self.programs)
 
 
 def replace_schema(sql: str, qualifier: str) -> str:

@@ -4,22 +4,24 @@ around a caller's transaction, and the reading of SQLite's error codes.
 acta drives a verb on a sqlite3 connection of its own (``provider.py``) or, inside a caller's
 transaction, on an aiosqlite connection (``aiosqlite_tx.py``). The work per statement is the
 same; only the call into the driver differs (plain or awaited). So the runner is written once
-as a generator of ``Call`` values, driven like a verb: each transport only knows how to perform
-a ``Call`` on its connection. This module imports neither transport, so they import it and not
-each other.
+as a generator of ``Call`` values, driven like a verb (``acta.provider.statements.op_calls``,
+the seam through which a statement may also be a program of several calls): each transport
+only knows how to perform a ``Call`` on its connection. This module imports neither
+transport, so they import it and not each other.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Generator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeAlias
+from typing import Any
 
 from acta.clock import SystemClock
-from acta.provider.statements import Statements
-from acta.provider.verb import Op
+from acta.provider.statements import Call as Call
+from acta.provider.statements import Calls, Statement, Statements
+from acta.provider.statements import op_calls as generic_op_calls
+from acta.provider.verb import Fetch, Op
 
 SAVEPOINT = "acta_enqueue"
 RELEASE = (f"RELEASE {SAVEPOINT}",)
@@ -82,37 +84,32 @@ def shape_rows(description: Any, raw_rows: list[Any], fetch: str) -> Any:
 # -- the statement runner ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
-    """One call into the driver: ``many`` runs ``sql`` once per parameter set and answers
-    nothing; ``rowcount`` answers the cursor's rowcount; ``rows`` answers ``(description,
-    rows)`` with every row fetched."""
-
-    kind: Literal["many", "rowcount", "rows"]
-    sql: str
-    params: Any
-
-
-Calls: TypeAlias = Generator[Call, Any, Any]
-
-
 def op_calls(statements: Statements, op: Op, now: str | None) -> Calls:
-    """The driver calls that run ``op``, and its result as the verb expects it."""
-    sql = statements[op.statement].sql
-    if op.fetch == "many":
-        yield Call("many", sql, [bind_params(p, now) for p in op.params])  # type: ignore[arg-type]
+    """The driver calls that run ``op`` (a plain statement or a statement program: see
+    ``acta.provider.statements.op_calls``), every statement binding ``now``."""
+
+    def one(statement: Statement, fetch: Fetch, params: Any) -> Calls:
+        return (yield from statement_calls(statement.sql, fetch, params, now))
+
+    return (yield from generic_op_calls(statements, op, one))
+
+
+def statement_calls(sql: str, fetch: Fetch, params: Any, now: str | None) -> Calls:
+    """The driver calls of one statement, and its result as the verb expects it."""
+    if fetch == "many":
+        yield Call("many", sql, [bind_params(p, now) for p in params])
         return None
-    params = bind_params(op.params, now)  # type: ignore[arg-type]
-    if op.fetch == "rowcount":
-        count = yield Call("rowcount", sql, params)
+    bound = bind_params(params, now)
+    if fetch == "rowcount":
+        count = yield Call("rowcount", sql, bound)
         if count < 0:
             # Python's sqlite3 reports -1 for DML that starts with WITH; ask SQLite itself.
             _, rows = yield Call("rows", "SELECT changes()", {})
             count = rows[0][0]
         return count
     # All rows, even for "one": the statement must finish so RETURNING writes complete.
-    description, rows = yield Call("rows", sql, params)
-    return shape_rows(description, list(rows), op.fetch)
+    description, rows = yield Call("rows", sql, bound)
+    return shape_rows(description, list(rows), fetch)
 
 
 def call_sqlite3(conn: sqlite3.Connection, call: Call) -> Any:
