@@ -106,8 +106,8 @@ def chaos(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Benchmarks (anvil/): results go to docs/benchmarks/.
 
-    psycopg's C implementation (the binary wheel) is what a production install should use; the
-    pure-Python one that `acta[postgres]` alone brings is several times slower per statement."""
+    psycopg's C implementation (the binary wheel, which the postgres extra brings) is what a
+    production install should use; the pure-Python one is several times slower per statement."""
     session.install("-e", ".[postgres]", "psycopg[binary]")
     session.run("python", "-m", "anvil.bench", *session.posargs, env={"PYTHONPATH": os.getcwd()})
 

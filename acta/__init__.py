@@ -5,6 +5,7 @@ your own transaction), and run peer workers against the same ledger. Every state
 row you can SELECT through the curated views.
 """
 
+from acta.about import __version__
 from acta.app import Acta
 from acta.backoff import Backoff
 from acta.clock import Clock, ManualClock, SystemClock
@@ -54,8 +55,6 @@ from acta.schedules import ScheduleInfo
 from acta.settings import Setting
 from acta.signals import Progress
 from acta.sync_context import SyncJobContext
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Acta",

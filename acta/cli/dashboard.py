@@ -4,7 +4,7 @@ The command serves ``create_dashboard(app)`` bound to 127.0.0.1 by default. It o
 a loopback address: a dashboard reachable from the network needs an authorization callable,
 which a command line cannot supply, so a non-loopback ``--host`` is refused before any socket
 is bound (mount ``create_dashboard(app, local_only=False, authorize=...)`` in your own ASGI
-application instead; docs/guide/dashboard.md). Needs the ``acta[dashboard]`` extra.
+application instead; docs/guide/dashboard.md). Needs the ``acta-jobs[dashboard]`` extra.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 
+from acta.about import install_hint
 from acta.app import Acta
 from acta.cli.command import EXIT_OK, HANDLER, CliError, UsageError
 from acta.cli.ledger import load_app
@@ -23,7 +24,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """Add ``dashboard`` to a subcommand set."""
     parser = commands.add_parser(
         "dashboard",
-        help="serve the operator dashboard on this machine (needs acta[dashboard])",
+        help="serve the operator dashboard on this machine (needs acta-jobs[dashboard])",
         description=(
             "Serve the dashboard and its JSON API for an application, local-only: browse to "
             "http://127.0.0.1:PORT/ or http://localhost:PORT/. Verbs stay off unless --verbs "
@@ -78,7 +79,7 @@ def command(args: argparse.Namespace, host_app: Acta | None) -> int:
         from acta.dashboard import create_dashboard
     except ImportError as exc:
         raise CliError(
-            f"the dashboard needs its extra: pip install 'acta[dashboard]' ({exc})"
+            f"the dashboard needs its extra: {install_hint('dashboard')} ({exc})"
         ) from None
     asgi = create_dashboard(app, verbs=families)
     print(f"acta dashboard on http://{'[::1]' if ':' in host else host}:{args.port}/")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 
+from acta.about import install_hint
 from acta.app import Acta
 from acta.cli.command import EXIT_OK, HANDLER
 from acta.cli.ledger import add_ledger_options, resolve_ledger
@@ -81,7 +82,7 @@ def provisioning_sql(dialect: str, schema: str) -> str:
             raise
         raise ConfigurationError(
             f"the {entry.title} schema needs the {entry.extra} extra: "
-            f"pip install 'acta[{entry.extra}]' ({exc})"
+            f"{install_hint(entry.extra)} ({exc})"
         ) from None
     try:
         return provider.provisioning_sql()

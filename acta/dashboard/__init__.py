@@ -1,4 +1,4 @@
-"""The embedded operator dashboard and its JSON API (``pip install 'acta[dashboard]'``).
+"""The embedded operator dashboard and its JSON API (``pip install 'acta-jobs[dashboard]'``).
 
 ``create_dashboard(app)`` returns an ASGI application to mount in any ASGI host (FastAPI,
 Starlette, Django ASGI, Litestar) or to run with ``acta dashboard --app module:app``. It reads

@@ -17,6 +17,7 @@ from functools import cache
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from acta.about import install_hint
 from acta.errors import ConfigurationError
 from acta.provider.protocol import Capabilities
 
@@ -70,7 +71,7 @@ class ProviderEntry:
                 raise
             raise ConfigurationError(
                 f"{self.title} support needs the {self.extra} extra: "
-                f"pip install 'acta[{self.extra}]' ({exc})"
+                f"{install_hint(self.extra)} ({exc})"
             ) from exc
 
     def support(self) -> TestSupport:

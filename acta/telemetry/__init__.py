@@ -1,4 +1,4 @@
-"""Metrics and traces through OpenTelemetry's API, when it is installed (``acta[otel]``).
+"""Metrics and traces through OpenTelemetry's API, when it is installed (``acta-jobs[otel]``).
 
 acta never installs an exporter: it asks the OpenTelemetry API for a meter and a tracer named
 ``acta`` and records on them. Whatever SDK the application configured decides where that goes;
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from acta.about import install_hint
 from acta.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -48,8 +49,8 @@ def resolve(option: object) -> Telemetry | None:
         if not available():
             if option is True:
                 raise ConfigurationError(
-                    "telemetry=True needs the OpenTelemetry API: install acta[otel] "
-                    "(pip install 'acta[otel]'), or pass telemetry=None to record only when "
+                    "telemetry=True needs the OpenTelemetry API, the otel extra "
+                    f"({install_hint('otel')}), or pass telemetry=None to record only when "
                     "it is installed"
                 )
             return None

@@ -9,9 +9,10 @@ and their steady runs would drown the numbers an operator reads.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from importlib.metadata import PackageNotFoundError, version
 
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
+
+from acta.about import __version__
 
 METER = "acta"
 
@@ -36,10 +37,7 @@ BacklogReader = Callable[[], Mapping[str, int]]
 
 
 def acta_version() -> str:
-    try:
-        return version("acta")
-    except PackageNotFoundError:  # running from a source tree that was never installed
-        return "0"
+    return __version__
 
 
 class Instruments:

@@ -41,11 +41,12 @@ def commit() -> str:
 
 def _versions(record: dict[str, Any]) -> dict[str, str]:
     versions = {"python": platform.python_version(), "sqlite": sqlite3.sqlite_version}
-    for package in ("acta", "psycopg"):
+    # acta's distribution is acta-jobs; "acta" on the index is another project.
+    for key, package in (("acta", "acta-jobs"), ("psycopg", "psycopg")):
         try:
-            versions[package] = metadata.version(package)
+            versions[key] = metadata.version(package)
         except metadata.PackageNotFoundError:
-            versions[package] = "not installed"
+            versions[key] = "not installed"
     if record.get("server_version"):
         versions["postgresql"] = str(record.pop("server_version"))
     return versions

@@ -1,7 +1,7 @@
 """The lab page serves acta's dashboard: an ASGI application behind its stdlib HTTP server.
 
 The lab's page is a small ``http.server`` (no dependency beyond the standard library, so the
-lab runs on a bare install). When ``acta[dashboard]`` is installed, ``mount_dashboard`` puts
+lab runs on a bare install). When ``acta-jobs[dashboard]`` is installed, ``mount_dashboard`` puts
 acta's own dashboard of the lab's ledger under ``/dashboard/`` of that page: each request the
 page hands over (after its loopback guards) is turned into one ASGI HTTP call, run on an event
 loop the bridge keeps in a thread, and its answer written back. The dashboard stays read-only
@@ -107,7 +107,7 @@ async def _call(
 
 def mount_dashboard(page: Any, lab: Lab) -> Bridge | None:
     """Serve acta's dashboard of ``lab``'s ledger under ``/dashboard/`` of ``page``; None (and
-    nothing mounted) when the ``acta[dashboard]`` extra is not installed."""
+    nothing mounted) when the ``acta-jobs[dashboard]`` extra is not installed."""
     try:
         from acta.dashboard import create_dashboard
     except ImportError:

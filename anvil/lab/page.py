@@ -12,7 +12,7 @@ Routes: ``GET /`` the page, ``GET /api/state`` the lab's state as JSON (``Lab.st
 
 The seam for the dashboard: ``Page.mount(prefix, handler)`` hands every request under
 ``prefix`` to ``handler`` (after the same guards); ``anvil.lab.bridge`` mounts acta's dashboard
-there (``/dashboard/``) when the ``acta[dashboard]`` extra is installed, and ``/api/state``
+there (``/dashboard/``) when the ``acta-jobs[dashboard]`` extra is installed, and ``/api/state``
 lists the mounts so the page can link to it.
 """
 

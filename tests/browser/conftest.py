@@ -62,7 +62,7 @@ def browser(chromium: str) -> Iterator[Any]:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        skip_or_fail("Playwright is not installed (pip install 'acta[browser]')")
+        skip_or_fail("Playwright is not installed (pip install 'acta-jobs[browser]')")
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=chromium, headless=True)
         yield launched
@@ -125,7 +125,9 @@ def make_dashboard(app: Acta, **options: Any) -> Any:
     try:
         from acta.dashboard import create_dashboard
     except ImportError as exc:
-        skip_or_fail(f"the dashboard cannot be imported ({exc}); pip install 'acta[dashboard]'")
+        skip_or_fail(
+            f"the dashboard cannot be imported ({exc}); pip install 'acta-jobs[dashboard]'"
+        )
     return create_dashboard(app, **options)
 
 

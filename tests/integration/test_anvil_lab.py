@@ -222,7 +222,7 @@ def test_loopback_host(host: str | None, ok: bool) -> None:
 
 def test_the_page_serves_the_acta_dashboard_of_the_lab_ledger(lab: Lab, page: Page) -> None:
     bridge = mount_dashboard(page, lab)
-    assert bridge is not None, "acta[dashboard] is part of the test extras"
+    assert bridge is not None, "acta-jobs[dashboard] is part of the test extras"
     try:
         status, state = _call(page, "GET", "/api/state")
         assert status == 200 and state["mounts"] == ["/dashboard/"]

@@ -184,7 +184,7 @@ def test_schema_sql_for_postgres(capsys: pytest.CaptureFixture[str]) -> None:
         available = False
     if not available:
         assert code == 2
-        assert "postgres extra" in captured.err and "acta[postgres]" in captured.err
+        assert "postgres extra" in captured.err and "acta-jobs[postgres]" in captured.err
     else:
         assert code == 0 and "CREATE" in captured.out, captured.err
 

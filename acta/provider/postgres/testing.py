@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from acta.about import install_hint
 from acta.provider.protocol import Provider
 from acta.provider.testing import LedgerLocation, Params, ProviderUnavailable
 
@@ -34,7 +35,7 @@ def _admin_connection(dsn: str) -> psycopg.Connection[Any]:
         import psycopg
     except ImportError as exc:
         raise PostgresUnavailable(
-            f"psycopg is not installed (pip install 'acta[postgres]'): {exc}"
+            f"psycopg is not installed ({install_hint('postgres')}): {exc}"
         ) from None
     from acta.errors import ConfigurationError
     from acta.provider.postgres.connect import Target
