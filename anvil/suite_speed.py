@@ -4,8 +4,11 @@
 the specs under ``conformance/`` in this process, one pytest session without xdist (so each
 number is one spec's own cost, not a share of two workers), and adds up the setup, call and
 teardown durations pytest reports for each test. It prints how many tests ran and the p50, p90,
-p99, max and total of those per-test durations, and writes every test's duration as JSON with
-``--out``. Run it before and after a change to the test harness (docs/benchmarks/suite-speed-*).
+p99, max and total of those per-test durations, and the first test's (which pays for what the
+session sets up once), and writes every test's duration as JSON with ``--out``. ``--path``
+runs another test tree instead (``anvil/userproject``, a user-style project with its own
+rootdir); ``--xdist N`` runs it on N xdist workers. Run it before and after a change to the
+test harness (docs/benchmarks/suite-speed-*).
 
 A lab tool: reading wall time here is fine; acta itself never does (acta/clock.py aside).
 """
@@ -34,8 +37,11 @@ class Durations:
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
         self.outcomes: dict[str, str] = {}
+        self.first: str | None = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.first is None:
+            self.first = report.nodeid
         self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
         if report.failed:
             self.outcomes[report.nodeid] = "failed"
@@ -66,14 +72,20 @@ def summary(seconds: dict[str, float]) -> dict[str, float]:
     }
 
 
-def run(provider: str, dsn: str | None, extra: Sequence[str]) -> dict[str, Any]:
-    """Run the conformance specs on ``provider`` in this process and measure each test."""
+def run(
+    provider: str,
+    dsn: str | None,
+    extra: Sequence[str],
+    path: Path | None = None,
+    xdist: int = 0,
+) -> dict[str, Any]:
+    """Run the conformance specs (or the tests under ``path``) on ``provider`` in this process
+    and measure each test; ``xdist`` workers when above 0."""
     durations = Durations()
     args = [
-        str(REPO / "conformance"),
+        str(path or REPO / "conformance"),
         "-q",
-        "-p",
-        "no:xdist",
+        *(["-n", str(xdist)] if xdist else ["-p", "no:xdist"]),
         "-p",
         "no:randomly",
         f"--acta-provider={provider}",
@@ -84,8 +96,13 @@ def run(provider: str, dsn: str | None, extra: Sequence[str]) -> dict[str, Any]:
     code = pytest.main(args, plugins=[durations])
     wall = time.perf_counter() - started
     outcomes = list(durations.outcomes.values())
+    first = durations.first
     return {
         "provider": provider,
+        "path": str(path or "conformance"),
+        "xdist": xdist,
+        "first_test": first,
+        "first_test_ms": round(durations.seconds.get(first, 0.0) * 1000, 2) if first else None,
         "exit_code": int(code),
         "session_wall_s": round(wall, 3),
         "outcomes": {k: outcomes.count(k) for k in sorted(set(outcomes))},
@@ -99,7 +116,8 @@ def render(result: dict[str, Any]) -> str:
     s = result["summary"]
     return (
         f"{result['provider']}: {s['count']} tests, p50 {s['p50_ms']} ms, p90 {s['p90_ms']} ms, "
-        f"p99 {s['p99_ms']} ms, max {s['max_ms']} ms, total {s['total_s']} s "
+        f"p99 {s['p99_ms']} ms, max {s['max_ms']} ms, total {s['total_s']} s, "
+        f"first {result['first_test_ms']} ms "
         f"(session {result['session_wall_s']} s, {result['outcomes']})"
     )
 
@@ -113,10 +131,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--dsn", default=None, help=f"PostgreSQL DSN (default: $ACTA_TEST_DSN or {DEFAULT_DSN})"
     )
     parser.add_argument("--out", type=Path, default=None, help="write the result as JSON")
+    parser.add_argument(
+        "--path", type=Path, default=None, help="the tests to run (default: conformance/)"
+    )
+    parser.add_argument("--xdist", type=int, default=0, help="xdist workers (default: none)")
     parser.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
     args = parser.parse_args(argv)
     dsn = args.dsn or (os.environ.get("ACTA_TEST_DSN") if args.provider == "postgres" else None)
-    result = run(args.provider, dsn, args.pytest_args)
+    result = run(args.provider, dsn, args.pytest_args, args.path, args.xdist)
     print(render(result))
     if args.out is not None:
         args.out.write_text(json.dumps(result, indent=2) + "\n", "utf-8")
