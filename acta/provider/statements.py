@@ -245,7 +245,17 @@ class Statements:
         try:
             return self._by_name[name]
         except KeyError:
+            if name in self.programs:
+                return self._program_text(name)
             raise SchemaError(f"no SQL statement named {name!r} in this dialect") from None
+
+    def _program_text(self, name: str) -> Statement:
+        """A program seen as text, for readers and lints (its steps in order, their parameters
+        together); it is run through ``op_calls``, never as this text."""
+        steps = [s for key, s in self._by_name.items() if key.partition(".")[0] == name]
+        params = tuple(dict.fromkeys(p for s in steps for p in s.params))
+        text = ";\n".join(s.sql for s in steps)
+        return Statement(name, text, params, steps[0].source)
 
     def step(self, statement: str, step: str) -> Statement:
         """The block ``<statement>.<step>`` of a program."""

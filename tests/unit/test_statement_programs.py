@@ -111,3 +111,9 @@ def test_a_name_that_is_both_a_block_and_a_program_is_refused(dialect: str, tmp_
     queries.write_text(QUERIES + "\n-- name: touch\nSELECT 1;\n")
     with pytest.raises(SchemaError, match="both a block and a program"):
         Statements(dialect, lambda text: text, "named")
+
+
+def test_a_program_reads_as_its_steps_for_lints(dialect: str) -> None:
+    text = Statements(dialect, lambda text: text, "named")["touch"]
+    assert text.params == ("id",)
+    assert text.sql.startswith("UPDATE t") and "SELECT id, n" in text.sql
