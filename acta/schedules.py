@@ -121,15 +121,19 @@ class Schedules:
     def preview(
         self, job: str, name: str = "default", n: int = 10, after: datetime | None = None
     ) -> Instants:
-        """The next ``n`` (1 to 1000) instants the schedule fires for, by the expression in
-        force, strictly after ``after`` (default: the last instant it fired for)."""
-        info = self.get(job, name)
-        return _preview(info, n, after)
+        """The next ``n`` (1 to 1000) instants the schedule will fire for, by the expression in
+        force, judged at the ledger's now: after an outage, the instants already due are listed
+        as its misfire policy fires them (``skip``: only the latest), a pause's instants are
+        left out. ``after`` previews as if the schedule had last fired then (default: the
+        last instant it fired for)."""
+        rows, now = self._read(self._list_verb(job))
+        return _preview(_one([_info(r, now) for r in rows], job, name), n, after, now)
 
     async def preview_async(
         self, job: str, name: str = "default", n: int = 10, after: datetime | None = None
     ) -> Instants:
-        return _preview(await self.get_async(job, name), n, after)
+        rows, now = await self._read_async(self._list_verb(job))
+        return _preview(_one([_info(r, now) for r in rows], job, name), n, after, now)
 
     # -- changing -------------------------------------------------------------------------
 
@@ -271,9 +275,14 @@ def _name(name: object) -> str:
     return name
 
 
-def _preview(info: ScheduleInfo, n: int, after: datetime | None) -> list[datetime]:
+def _preview(info: ScheduleInfo, n: int, after: datetime | None, now: datetime) -> list[datetime]:
+    """What ``preview`` lists: the instants the slot will fire, from the cursor (or ``after``)
+    at ``now``. A pause moves the start: nothing due while paused fires later, and a pause
+    without an end previews what a resume now would fire (instants after now)."""
     start = info.last_fired_at if after is None else check_instant(after, "after")
-    return info.schedule.preview(start, n)
+    if info.paused:
+        start = max(start, now if info.paused_until is None else info.paused_until)
+    return info.schedule.upcoming(start, now, n)
 
 
 def _reason(options: dict[str, Any], default: str) -> Who:

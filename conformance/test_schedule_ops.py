@@ -188,3 +188,41 @@ def test_bad_operator_input_is_refused_and_changes_nothing(
         acta_app.schedules.preview("tick", n=0)
     assert changes(ledger) == []
     assert acta_app.schedules.get("tick").version == 1
+
+
+@pytest.mark.parametrize(
+    ("misfire", "expected"),
+    [("skip", [31, 32, 33]), ("catch_up", [2, 32, 33])],
+)
+def test_preview_after_an_outage_lists_only_the_instants_that_fire(
+    acta_app: Acta, acta_host: Host, misfire: str, expected: list[float]
+) -> None:
+    seen: list[datetime] = []
+
+    @acta_app.job("sweep", schedule=Schedule(every="1m", misfire=misfire))
+    async def sweep(ctx: JobContext) -> None:
+        assert ctx.firing is not None
+        seen.append(ctx.firing.at)
+
+    acta_host.add_worker()
+    acta_host.advance("1m")
+    assert acta_host.tick() == "completed"
+    acta_host.advance("30m")  # no worker ran meanwhile: 00:02 .. 00:31 are late
+    listed = acta_app.schedules.preview("sweep", n=3)
+    assert firings(listed) == expected
+    for _ in range(3):  # what it then fires is what the preview said
+        assert acta_host.tick() == "completed"
+        acta_host.advance("1m")
+    assert firings(seen) == [1, *expected]
+
+
+def test_preview_of_a_paused_schedule_leaves_out_the_pause(
+    acta_app: Acta, acta_host: Host, seen: list[datetime]
+) -> None:
+    acta_host.add_worker()
+    acta_app.schedules.pause("tick", until=at(3.5))
+    assert acta_app.schedules.preview("tick", n=2) == [at(4), at(5)]
+    acta_app.schedules.pause("tick")
+    acta_host.advance("10m")
+    # Paused with no end: what a resume now would fire.
+    assert acta_app.schedules.preview("tick", n=2) == [at(11), at(12)]

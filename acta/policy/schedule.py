@@ -202,6 +202,23 @@ class Schedule:
             raise InvalidPolicyError("n", f"got {n!r}", f"a whole number from 1 to {MAX_PREVIEW}")
         return list(islice(self._after(at), n))
 
+    def upcoming(self, last_fired: datetime, now: datetime, n: int = 10) -> list[datetime]:
+        """The next ``n`` instants (1 to 1000) this schedule fires for, given its cursor
+        ``last_fired`` and the time ``now``, oldest first, in UTC.
+
+        Unlike :meth:`preview`, this follows the misfire policy: instants already due at
+        ``now`` are fired as :meth:`due` fires them (``skip``: only the latest; ``catch_up``:
+        one firing naming the oldest), so an instant listed here is one that fires.
+        """
+        ahead = self.preview(last_fired, n)  # checks the arguments; right when none is due
+        if not ahead:
+            return ahead  # the calendar has ended
+        due = self.due(last_fired, now)
+        if not due.fire:
+            return ahead
+        later = self.preview(due.cursor, n - 1) if n > 1 else []
+        return [due.fire[0], *later]
+
     def due(self, last_fired: datetime, now: datetime) -> Due:
         """What to fire at ``now`` given the cursor ``last_fired``.
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from contextlib import closing
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +88,13 @@ def test_preview_prints_the_next_instants(ledger: Path, capsys: pytest.CaptureFi
         ledger, capsys, "schedules", "preview", "nightly", "--schedule", "paris", "-n", "2"
     )
     assert code == 0
-    assert out.splitlines() == ["2026-01-01 01:30:00Z", "2026-01-02 01:30:00Z"]
+    # The command judges by the database clock (the wall clock here), months after the host's
+    # 2026-01-01: a skip schedule that late fires once for its latest due instant, then on
+    # from now. The backlog since January is not listed: it will never fire.
+    first, second = (datetime.fromisoformat(line) for line in out.splitlines())
+    assert (first.hour, first.minute) == (1, 30) and second - first == timedelta(days=1)
+    assert first <= datetime.now(UTC) < second + timedelta(seconds=5)
+    assert first > datetime(2026, 1, 2, 1, 30, tzinfo=UTC)
 
 
 def test_pause_resume_trigger_and_override_change_the_rows(

@@ -168,6 +168,20 @@ def test_preview_at_the_bounds() -> None:
     assert len(many) == MAX_PREVIEW and many[-1] == at(2026, 1, 1) + timedelta(minutes=1000)
 
 
+def test_upcoming_follows_the_misfire_policy() -> None:
+    start, m = at(2026, 1, 1), timedelta(minutes=1)
+    skip, catch_up = Schedule(every="1m"), Schedule(every="1m", misfire="catch_up")
+    # On time: the calendar after the cursor.
+    assert skip.upcoming(start, start, 2) == [start + m, start + 2 * m]
+    # Thirty minutes late: skip fires the latest due instant, catch_up one for the backlog.
+    late = start + 30 * m + timedelta(seconds=5)
+    assert skip.upcoming(start, late, 2) == [start + 30 * m, start + 31 * m]
+    assert catch_up.upcoming(start, late, 2) == [start + m, start + 31 * m]
+    assert skip.upcoming(start, late, 1) == [start + 30 * m]
+    with pytest.raises(ValidationError):
+        skip.upcoming(start, late, 0)
+
+
 def test_naive_instants_are_refused_by_name() -> None:
     s = Schedule(every="1m")
     naive = datetime(2026, 1, 1)  # noqa: DTZ001
