@@ -2,8 +2,13 @@
 
 Every write starts with ``lease_guard``: the job must still be executing under this worker's
 lease at this epoch. A write that fails the guard changes nothing, records ``write-fenced``
-(the evidence a zombie tried) and answers False; the runtime then stops the run. Writes are
-idempotent (upserts keyed by job and name), so a verb retried after a lost reply is harmless.
+(the evidence a zombie tried) and answers False; the runtime then stops the run.
+
+Every write is idempotent, so the provider's whole-verb retry after a lost COMMIT reply
+changes nothing the first attempt committed: steps, variables, progress and waits are upserts
+keyed by job and name, and a step's event is written only by the write that changed its state;
+children are found by name; a note or an alert, which have no natural key, are recognised by
+the id the first attempt wrote (``acta.ledger.doubt``).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from acta.ledger.control import cancel
+from acta.ledger.doubt import Attempts, event_probe
 from acta.ledger.enqueue import enqueue
 from acta.ledger.events import event_params
 from acta.ledger.fence import RunLease, guard_run
@@ -113,7 +119,7 @@ def write_step(
     """Record a step's intent, result or interruption (with its event, if audited)."""
     if not (yield from guard_run(lease, now, f"write of step {name!r}")):
         return False
-    yield execute(
+    changed = yield execute(
         "step_write",
         {
             "now": now,
@@ -127,7 +133,7 @@ def write_step(
             "error": error,
         },
     )
-    if event is not None:
+    if event is not None and changed:  # unchanged: a retry of a write that committed
         yield execute("insert_event", _event(lease, now, event, name))
     return True
 
@@ -190,20 +196,37 @@ def signal_of(job_id: int, name: str) -> Verb[StoredSignal | None]:
 
 
 def note(
-    lease: RunLease, code: EventCode, message: str, detail: str | None, now: datetime | None
+    lease: RunLease,
+    code: EventCode,
+    message: str,
+    detail: str | None,
+    now: datetime | None,
+    attempts: Attempts,
 ) -> Verb[bool]:
-    """A handler's note (or the event of its alert): written whatever the audit level."""
+    """A handler's note: written whatever the audit level, once per call (``attempts``)."""
     if not (yield from guard_run(lease, now, "note")):
         return False
-    yield execute("insert_event", _event(lease, now, code, message, detail=detail))
+    if (yield from attempts.recall())[0]:
+        return True
+    row = yield fetch_one("insert_event_id", _event(lease, now, code, message, detail=detail))
+    attempts.remember(event_probe(row["id"], int(code)), True)
     return True
 
 
 def open_alert(
-    lease: RunLease, severity: int, title: str, detail: str | None, now: datetime | None
+    lease: RunLease,
+    severity: int,
+    title: str,
+    detail: str | None,
+    now: datetime | None,
+    attempts: Attempts,
 ) -> Verb[int | None]:
+    """A handler's alert and its event, opened once per call (``attempts``)."""
     if not (yield from guard_run(lease, now, "alert")):
         return None
+    done, alert_id = yield from attempts.recall()
+    if done:
+        return int(alert_id)
     row = yield fetch_one(
         "alert_insert",
         {
@@ -218,7 +241,10 @@ def open_alert(
         },
     )
     yield execute("insert_event", _event(lease, now, EventCode.ALERT_OPENED, title, detail=detail))
-    return int(row["alert_id"]) if row is not None else None
+    alert_id = int(row["alert_id"])
+    probe = fetch_one("alert_written", {"alert_id": alert_id, "job_id": lease.job_id})
+    attempts.remember(probe, alert_id)
+    return alert_id
 
 
 def spawn(

@@ -20,7 +20,9 @@ FROM {schema}.steps WHERE job_id = :job_id;
 SELECT name, codec, body FROM {schema}.variables WHERE job_id = :job_id;
 
 -- name: step_write
--- A completed step is final: nothing overwrites it (a retried write changes nothing).
+-- A completed step is final: nothing overwrites it. A write of the state the step is already
+-- in changes nothing either (a retry after a lost COMMIT reply): no row changed tells the verb
+-- not to write the step's event again.
 INSERT INTO {schema}.steps
     (job_id, name, state, at_most_once, execution, codec, body, error, started_at, completed_at)
 VALUES (:job_id, :name, :state, :at_most_once, :execution, :codec, :body, :error,
@@ -35,7 +37,7 @@ ON CONFLICT (job_id, name) DO UPDATE SET
     body         = excluded.body,
     error        = excluded.error,
     completed_at = excluded.completed_at
-WHERE {schema}.steps.state <> 2;
+WHERE {schema}.steps.state <> 2 AND {schema}.steps.state <> excluded.state;
 
 -- name: variable_write
 INSERT INTO {schema}.variables (job_id, name, codec, body, updated_at)
