@@ -59,6 +59,16 @@ def new_job(request: JobRequest, job_ref: str, now: datetime, **lineage: Any) ->
     )
 
 
+def build_request(
+    registry: Registry, job: JobLike, input: object = None, **options: Any
+) -> JobRequest:
+    """enqueue's admission of one request: the job resolved in ``registry`` (UnknownJobError)
+    and its input and options validated and encoded (ValidationError and its kinds). The
+    outbox relay admits staged rows through this too, so both refuse the same things alike."""
+    definition = registry.resolve(job)
+    return JobRequest.build(definition, input, payload_cap=registry.payload_cap, **options)
+
+
 class Producer:
     """Enqueue jobs of ``registry``'s definitions into ``namespace`` of the current ledger."""
 
@@ -76,8 +86,7 @@ class Producer:
 
     def request(self, job: JobLike, input: object = None, **options: Any) -> JobRequest:
         """Build a validated request for ``enqueue_batch``."""
-        definition = self.registry.resolve(job)
-        return JobRequest.build(definition, input, payload_cap=self.registry.payload_cap, **options)
+        return build_request(self.registry, job, input, **options)
 
     def enqueue(
         self, job: JobLike, input: object = None, *, connection: object = None, **options: Any

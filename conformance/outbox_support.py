@@ -15,10 +15,6 @@ from typing import Any
 from acta import Acta
 from acta.outbox import OutboxSource, create_outbox
 
-RAW_COLUMNS = (
-    "namespace, job_name, input_codec, input, priority, tags, deadline_strict, staged_at, lane"
-)
-
 
 @dataclass
 class Shop:
@@ -48,7 +44,8 @@ class Shop:
 
     def stage_raw(self, **values: Any) -> int:
         """Write a row the way some other program (or another version of the app) might:
-        straight into the table, bypassing add_to_outbox's checks."""
+        straight into the table, bypassing add_to_outbox's checks. Any column may be given,
+        with a value of any type SQLite stores (a text in a timestamp column, say)."""
         row = {
             "namespace": "default",
             "job_name": "ship",
@@ -61,13 +58,10 @@ class Shop:
             "lane": None,
             **values,
         }
+        columns = ", ".join(row)
+        marks = ", ".join(f":{name}" for name in row)
         with self.connect() as conn:
-            cursor = conn.execute(
-                f"INSERT INTO acta_outbox ({RAW_COLUMNS}) VALUES "
-                "(:namespace, :job_name, :input_codec, :input, :priority, :tags, "
-                ":deadline_strict, :staged_at, :lane)",
-                row,
-            )
+            cursor = conn.execute(f"INSERT INTO acta_outbox ({columns}) VALUES ({marks})", row)
             return int(cursor.lastrowid or 0)
 
     def rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

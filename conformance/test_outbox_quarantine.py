@@ -57,6 +57,13 @@ BAD_ROWS = {
     "bad_namespace": {"namespace": "Not A Namespace"},
     "rejected": {"tags": "this is not json"},
 }
+ERRORS = {  # the error enqueue raises for the same values (none: only a stored row has it)
+    "unknown_job": "UnknownJobError",
+    "undecodable": None,
+    "too_large": "PayloadTooLargeError",
+    "bad_namespace": "InvalidNameError",
+    "rejected": "ValidationError",
+}
 
 
 @pytest.mark.parametrize("reason", sorted(BAD_ROWS))
@@ -73,7 +80,10 @@ def test_each_reason_moves_the_row_to_quarantine(
     assert (entry.row, entry.reason, entry.decision) == (bad, reason, None)
     assert entry.quarantined_by == acta_host.worker.identity.incarnation
     events = slot_events(acta_host, ledger, EventCode.QUARANTINED)
-    assert events == [{"source": "default", "row": bad, "job": entry.job_name, "reason": reason}]
+    job, error = entry.job_name, ERRORS[reason]
+    assert events == [
+        {"source": "default", "row": bad, "job": job, "reason": reason, "error": error}
+    ]
     assert ledger.user_jobs() == 1  # nothing of the bad row reached the ledger
 
 

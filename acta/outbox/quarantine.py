@@ -63,7 +63,9 @@ class QuarantinedRow:
     attempts: int
     lane: str | None
     dedup_key: str | None
-    staged_at: datetime
+    staged_at: datetime | None
+    """None when the stored value is no timestamp (the row may have been quarantined for it;
+    the table keeps what was stored)."""
     input_codec: int
     input: bytes | None
     """None once discarded."""
@@ -86,7 +88,7 @@ class QuarantinedRow:
             attempts=row["attempts"],
             lane=row["lane"],
             dedup_key=row["dedup_key"],
-            staged_at=row["staged_at"],
+            staged_at=row["staged_at"] if isinstance(row["staged_at"], datetime) else None,
             input_codec=row["input_codec"],
             input=row["input"],
             decided_at=row["decided_at"],

@@ -21,18 +21,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from acta.codec import codecs
-from acta.errors import ActaError
+from acta.codec import check_size, codecs
+from acta.errors import (
+    ActaError,
+    DefinitionRetiredError,
+    PayloadTooLargeError,
+    UnknownJobError,
+    ValidationError,
+)
 from acta.ledger.enqueue import enqueue
 from acta.ledger.events import event_params
 from acta.model.codes import EventCode, JobStatus, audited
 from acta.model.rows import DefinitionSpec, Enqueued, NewJob
-from acta.names import validate_key, validate_namespace, validate_tags
+from acta.names import validate_namespace
 from acta.outbox.source import SourceConnection
+from acta.producer import build_request, new_job
 from acta.provider.verb import Verb, execute_many, fetch_all, fetch_one
 from acta.registry import Registry
 from acta.shape import from_data
@@ -48,36 +55,74 @@ REASONS = (UNKNOWN_JOB, UNDECODABLE, TOO_LARGE, BAD_NAMESPACE, REJECTED)
 
 @dataclass(frozen=True, slots=True)
 class OutboxRow:
-    """One staged row as the relay claimed it."""
+    """One staged row as the relay claimed it.
+
+    The table is the application's, and SQLite keeps any value in any column, so nothing here
+    is trusted. The columns enqueue has an option for (job name, priority, keys, lane, tags)
+    are kept as stored, whatever their type, for admission to judge exactly as enqueue judges
+    that option. The others must be what they encode (instants, the codec, the input bytes):
+    ``flaw`` names the first that is not, and admission quarantines the row for it.
+    """
 
     id: int
-    namespace: str
-    job_name: str
+    namespace: Any
+    job_name: Any
     input_codec: int
     input: bytes
-    priority: int
+    priority: Any
     run_at: datetime | None
-    dedup_key: str | None
-    correlation_key: str | None
-    tags: str
-    lane: str | None
-    concurrency_key: str | None
+    dedup_key: Any
+    correlation_key: Any
+    tags: Any
+    lane: Any
+    concurrency_key: Any
     deadline_at: datetime | None
     deadline_strict: bool
-    staged_at: datetime
+    staged_at: datetime | None
     attempts: int
+    flaw: str | None = None
+    """Why the row cannot be read at all (``column: problem (rule)``); None when it can."""
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> OutboxRow:
-        return cls(**{**row, "deadline_strict": bool(row["deadline_strict"])})
+        """The row as read (``SourceConnection`` leaves unreadable instants as stored); never
+        raises, so one bad row cannot stop a batch."""
+        values = dict(row)
+        flaws = []
+        for column in ("run_at", "deadline_at", "staged_at"):
+            value = values[column]
+            if not isinstance(value, datetime) and (value is not None or column == "staged_at"):
+                flaws.append(f"{column}: {value!r} is not a timestamp ({INSTANT_RULE})")
+                values[column] = None
+        if isinstance(values["input"], str):
+            values["input"] = values["input"].encode()  # SQLite text in the BLOB column
+        if not isinstance(values["input"], bytes):
+            flaws.append(f"input: {type(values['input']).__name__} is stored, not bytes")
+            values["input"] = b""
+        codec = values["input_codec"]
+        if isinstance(codec, bool) or not isinstance(codec, int):
+            flaws.append(f"input_codec: {codec!r} is not a codec number")
+            values["input_codec"] = 0
+        values["deadline_strict"] = bool(values["deadline_strict"])
+        return cls(**values, flaw=flaws[0] if flaws else None)
+
+
+INSTANT_RULE = "ISO 8601 text such as '2026-01-01 09:30:00.000' in UTC, years 1 to 9999"
 
 
 @dataclass(frozen=True, slots=True)
 class Refusal:
-    """Why a row cannot become a job here: one of ``REASONS`` and the details."""
+    """Why a row cannot become a job here: one of ``REASONS``, the details, and the name of
+    the error enqueue raises for the same values (None for what only a stored row can get
+    wrong, an unreadable column)."""
 
     reason: str
     message: str
+    error: str | None = None
+
+    @classmethod
+    def of(cls, reason: str, exc: Exception) -> Refusal:
+        return cls(reason, f"{type(exc).__name__}: {exc}", type(exc).__name__)
 
 
 def delivery_key(source: str, row: OutboxRow) -> str:
@@ -143,58 +188,59 @@ def _one_key_each(rows: list[OutboxRow]) -> list[OutboxRow]:
 def admit(
     row: OutboxRow, registry: Registry, source: str, job_ref: str
 ) -> tuple[NewJob, DefinitionSpec] | Refusal:
-    """The job ``row`` becomes in the ledger, or why it cannot become one here."""
-    if not _valid_namespace(row.namespace):
-        return Refusal(BAD_NAMESPACE, f"namespace {row.namespace!r} is not a valid namespace")
-    definition = registry.get(row.job_name)
-    if definition is None or definition.system:
-        return Refusal(UNKNOWN_JOB, f"no job named {row.job_name!r} in this application")
-    if len(row.input) > registry.payload_cap:
-        return Refusal(
-            TOO_LARGE,
-            f"input is {len(row.input)} bytes, over the payload cap of {registry.payload_cap}",
+    """The job ``row`` becomes in the ledger, or why it cannot become one here. Past reading
+    the row, it is admitted by enqueue's own validation (``build_request``), so a row is
+    refused exactly when enqueue would refuse the same values, with the same error."""
+    try:
+        validate_namespace(row.namespace)
+    except ValidationError as exc:
+        return Refusal.of(BAD_NAMESPACE, exc)
+    if row.flaw is not None or row.staged_at is None:
+        return Refusal(UNDECODABLE, row.flaw or "staged_at: missing")
+    try:
+        definition = registry.resolve(row.job_name)
+        # The size first, as enqueue does after encoding: a huge input is not decoded.
+        check_size(row.input, registry.payload_cap, "input")
+        try:
+            value = from_data(
+                codecs.by_code(row.input_codec).decode(row.input), definition.input_type
+            )
+        except Exception as exc:  # any failure to read it back means the handler could not either
+            return Refusal(UNDECODABLE, f"input cannot be decoded: {type(exc).__name__}: {exc}")
+        request = build_request(
+            registry,
+            definition,
+            value,
+            priority=row.priority,
+            not_before=row.run_at,
+            dedup_key=delivery_key(source, row),
+            correlation_key=row.correlation_key,
+            tags=_json_list(row.tags),
+            lane=row.lane,
+            concurrency_key=row.concurrency_key,
+            deadline=row.deadline_at,
+            deadline_policy="strict" if row.deadline_strict else "advisory",
         )
-    try:
-        from_data(codecs.by_code(row.input_codec).decode(row.input), definition.input_type)
-    except Exception as exc:  # any failure to read it back means the handler could not either
-        return Refusal(UNDECODABLE, f"input cannot be decoded: {type(exc).__name__}: {exc}")
-    try:
-        tags = validate_tags(_json_list(row.tags))
-        key = delivery_key(source, row)
-        for field, value in (
-            ("dedup_key", key),
-            ("correlation_key", row.correlation_key),
-            ("lane", row.lane),
-            ("concurrency_key", row.concurrency_key),
-        ):
-            if value is not None:
-                validate_key(value, field=field)
-    except (ActaError, ValueError) as exc:
-        return Refusal(REJECTED, f"options cannot be admitted: {exc}")
-    job = NewJob(
-        job_ref=job_ref,
-        definition=definition.name,
-        input_codec=row.input_codec,
-        input=row.input,
-        priority=row.priority,
-        run_at=row.run_at,
-        delay_ms=0,
-        dedup_key=key,
-        correlation_key=row.correlation_key,
-        tags=tags,
-        audit_level=definition.policy.audit,
-        lane=row.lane,
-        concurrency_key=row.concurrency_key,
-        deadline_at=row.deadline_at,
-        deadline_strict=row.deadline_strict,
-    )
+    except UnknownJobError as exc:
+        return Refusal.of(UNKNOWN_JOB, exc)
+    except PayloadTooLargeError as exc:
+        return Refusal.of(TOO_LARGE, exc)
+    except ValidationError as exc:
+        return Refusal.of(REJECTED, exc)
+    # The row's own lane, even NULL: enqueue would give a NULL lane the definition's default,
+    # but the outbox ordered this row by its column, so the ledger's lane must be that one.
+    job = new_job(replace(request, lane=row.lane), job_ref, row.staged_at)
     return job, definition.spec()
 
 
-def _json_list(text: str) -> list[str]:
-    value = json.loads(text)
+def _json_list(text: object) -> list[Any]:
+    """The stored tags (a JSON array); ValidationError when they are not one."""
+    try:
+        value = json.loads(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        value = None
     if not isinstance(value, list):
-        raise ValueError(f"tags must be a JSON array, got {text!r}")
+        raise ValidationError("tags", f"stored {text!r}", "a JSON array of tags, '[]' for none")
     return value
 
 
@@ -260,7 +306,7 @@ def deliver(
     rows = yield fetch_all("retired_named", {"namespace": d.namespace, "names": json.dumps(names)})
     retired = {row["name"] for row in rows}
     late = [
-        (row, Refusal(REJECTED, f"job {job.definition!r} is retired: it takes no new jobs"))
+        (row, Refusal.of(REJECTED, DefinitionRetiredError(job.definition)))
         for row, job in d.jobs
         if job.definition in retired
     ]
@@ -309,7 +355,14 @@ def delivered_event(
 def quarantined_event(
     now: datetime | None, d: Delivery, row: OutboxRow, refusal: Refusal
 ) -> dict[str, object]:
-    detail = {"source": d.source, "row": row.id, "job": row.job_name, "reason": refusal.reason}
+    job = row.job_name if isinstance(row.job_name, str) else repr(row.job_name)
+    detail = {
+        "source": d.source,
+        "row": row.id,
+        "job": job,
+        "reason": refusal.reason,
+        "error": refusal.error,
+    }
     return event_params(
         now,
         d.namespace_id,

@@ -9,7 +9,10 @@ pooling or credentials the application already has) or through ``url`` (a SQLite
 
 ``SourceConnection`` runs the named statements of ``sql/relay_<dialect>.sql`` on one such
 connection, binding instants the way the dialect stores them (SQLite: UTC text with
-milliseconds, as the ledger does) and reading them back as aware datetimes.
+milliseconds, as the ledger does) and reading them back as aware datetimes. The table is the
+application's, written by programs acta does not control, so reading never fails on a value:
+an instant that cannot be read (SQLite text that is no timestamp, PostgreSQL's ``infinity``)
+comes back as it was stored, for the relay to quarantine that one row (``acta.outbox.relay``).
 """
 
 from __future__ import annotations
@@ -121,6 +124,8 @@ class SourceConnection:
     def __init__(self, conn: Any, dialect: str, schema: str | None) -> None:
         self.conn = conn
         self.dialect = dialect
+        if dialect == "postgres":
+            _lenient_instants(conn)
         table = table_name(dialect, schema)
         self.table = table
         self.quarantine = table.removesuffix(TABLE) + QUARANTINE
@@ -149,9 +154,7 @@ class SourceConnection:
 
     def _read(self, row: dict[str, Any]) -> dict[str, Any]:
         for key in INSTANT_COLUMNS & row.keys():
-            value = row[key]
-            if isinstance(value, str):
-                row[key] = datetime.fromisoformat(value).replace(tzinfo=UTC)
+            row[key] = read_instant(row[key])
         if "input" in row and isinstance(row["input"], memoryview):
             row["input"] = bytes(row["input"])
         return row
@@ -170,6 +173,40 @@ class SourceConnection:
 
     def close(self) -> None:
         self.conn.close()
+
+
+def read_instant(value: object) -> object:
+    """A stored instant as an aware UTC datetime; anything that is not one is returned as it
+    is (never an error: one bad row must not stop the relay from reading the others)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        found = datetime.fromisoformat(value)
+    except ValueError:
+        return value
+    # acta writes naive UTC text; an offset someone else wrote is honoured, not dropped.
+    return found.replace(tzinfo=UTC) if found.tzinfo is None else found.astimezone(UTC)
+
+
+def _lenient_instants(conn: Any) -> None:
+    """Make ``conn`` read a timestamptz Python cannot hold (``infinity``, years past 9999) as
+    its text instead of failing the whole result (psycopg raises DataError on such a value)."""
+    conn.adapters.register_loader("timestamptz", _lenient_loader())
+
+
+@cache
+def _lenient_loader() -> type:
+    from psycopg import DataError
+    from psycopg.types.datetime import TimestamptzLoader
+
+    class Lenient(TimestamptzLoader):
+        def load(self, data: Any) -> Any:
+            try:
+                return super().load(data)
+            except DataError:
+                return bytes(data).decode()
+
+    return Lenient
 
 
 def _sqlite_value(value: Any) -> Any:

@@ -109,6 +109,69 @@ def test_postgres_source_delivers_in_lane_order_and_quarantines(
         host.close()
 
 
+# Rows some other program wrote into a PostgreSQL outbox: the column types hold, the values
+# need not (timestamps Python cannot hold, priorities or keys enqueue refuses).
+PG_BAD_ROWS: list[tuple[str, dict[str, Any]]] = [
+    ("rejected", {"priority": 999}),
+    ("rejected", {"priority": -5000}),
+    ("undecodable", {"run_at": "infinity"}),
+    ("undecodable", {"deadline_at": "-infinity"}),
+    ("undecodable", {"staged_at": "20000-01-01 00:00:00+00"}),
+    ("rejected", {"lane": ""}),
+    ("rejected", {"tags": '["", 1]'}),
+    ("unknown_job", {"job_name": "ghost"}),
+]
+
+
+def _stage_raw(conn: Any, schema: str, **values: Any) -> int:
+    row = {
+        "namespace": "default",
+        "job_name": "post",
+        "input_codec": 2,
+        "input": b"x",
+        "priority": 0,
+        "staged_at": "now",
+        "lane": "a",
+        **values,
+    }
+    columns, marks = ", ".join(row), ", ".join(f"%({name})s" for name in row)
+    sql = f"INSERT INTO {schema}.acta_outbox ({columns}) VALUES ({marks}) RETURNING id"
+    return int(conn.execute(sql, row).fetchone()[0])
+
+
+def test_postgres_source_quarantines_bad_rows_alone(
+    acta_provider: Any, acta_clock: Any, pg_shop: tuple[str, str]
+) -> None:
+    import psycopg
+
+    dsn, schema = pg_shop
+    app = Acta(outbox=OutboxSource(url=dsn, schema=schema))
+    _declare(app)
+    bad: dict[int, str] = {}
+    with psycopg.connect(dsn) as conn:
+        for n, (reason, values) in enumerate(PG_BAD_ROWS):
+            app.add_to_outbox("post", f"a{n}", connection=conn, outbox_schema=schema, lane="a")
+            bad[_stage_raw(conn, schema, **values)] = reason
+        app.add_to_outbox("post", "a-last", connection=conn, outbox_schema=schema, lane="a")
+    host = Host(app, acta_provider, acta_clock)
+    try:
+        host.run_until_idle()
+        # Every good row went through, in lane order, past the bad ones between them.
+        assert ran == [f"a{n}" for n in range(len(PG_BAD_ROWS))] + ["a-last"]
+        desk = app.outbox_quarantine()
+        entries = desk.entries()  # readable, infinite timestamps and all
+        assert {e.row: e.reason for e in entries} == bad
+        with psycopg.connect(dsn) as conn:
+            left = conn.execute(f"SELECT count(*) FROM {schema}.acta_outbox").fetchone()
+        assert left == (0,)
+        messages = [e.message for e in entries]
+        assert messages[0].startswith("InvalidPolicyError: priority: got 999")
+        assert messages[2].startswith("run_at: 'infinity' is not a timestamp")
+        assert [job.priority for job in app.jobs(name="post")] == [0] * (len(PG_BAD_ROWS) + 1)
+    finally:
+        host.close()
+
+
 # -- the CLI -------------------------------------------------------------------------------
 
 
