@@ -4,9 +4,12 @@ authorization, and the security headers on every answer.
 Local-only (the default) needs both a loopback peer and a Host that names this machine
 (``localhost``, ``127.0.0.1`` or ``[::1]``, any port): the second check defeats DNS
 rebinding, where a remote page points its own name at 127.0.0.1. Forwarding headers
-(``X-Forwarded-For``, ``Forwarded``, ``X-Real-IP``, ``X-Forwarded-Host``) are believed only
-from a trusted proxy; from anyone else they refuse a local-only request, because a local
-reverse proxy forwarding remote traffic would otherwise look local.
+(``Forwarded``, ``X-Forwarded-*``, ``X-Real-IP``, ``Via`` and the other client-naming headers
+proxies and CDNs add) are believed only from a trusted proxy; from anyone else any one of them
+refuses a local-only request, because a local reverse proxy forwarding remote traffic would
+otherwise look local. From a trusted proxy, the client is what its headers establish
+(acta.dashboard.forwarding); when they establish nobody, a local-only request is refused too,
+and every host name the request carries must name this machine.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 
 from acta.dashboard.config import LOCAL_ACTOR, DashboardConfig
+from acta.dashboard.forwarding import establish
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -34,7 +38,23 @@ MAX_BODY = 16 * 1024
 """Bytes of body a verb may carry."""
 
 _LOCAL_HOST = re.compile(r"^(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?$", re.IGNORECASE)
-_FORWARDING = (b"x-forwarded-for", b"forwarded", b"x-real-ip", b"x-forwarded-host")
+_FORWARDING = frozenset(
+    {
+        b"forwarded",
+        b"x-forwarded",
+        b"x-real-ip",
+        b"via",
+        b"x-client-ip",
+        b"client-ip",
+        b"true-client-ip",
+        b"cf-connecting-ip",
+        b"fastly-client-ip",
+        b"x-cluster-client-ip",
+        b"x-original-forwarded-for",
+        b"x-proxyuser-ip",
+    }
+)
+"""Headers a proxy adds to say it forwarded the request, besides every ``X-Forwarded-*``."""
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -95,29 +115,39 @@ class Guard:
         length = headers.get(b"content-length", b"0")
         if not length.isdigit() or int(length) > MAX_BODY:
             return 413, f"A request body may hold at most {MAX_BODY} bytes."
+        raw = scope.get("headers", [])
         peer = _ip((scope.get("client") or ("", 0))[0])
         trusted = peer is not None and any(peer in net for net in self.config.trusted_proxies)
         client, host = peer, headers.get(b"host", b"").decode("latin-1")
-        forwarded = [h for h in _FORWARDING if h in headers]
-        if trusted and peer is not None:
-            client = self._forwarded_client(headers, peer)
-            if b"x-forwarded-host" in headers:
-                host = headers[b"x-forwarded-host"].decode("latin-1").split(",")[0].strip()
+        hosts, problem, https = [host], None, scope.get("scheme") == "https"
+        names = {k.lower() for k, _ in raw}
+        forwarded = any(n in _FORWARDING or n.startswith(b"x-forwarded-") for n in names)
+        if trusted:
+            told = establish(raw, self.config.trusted_proxies)
+            client, problem, https = told.client, told.problem, https or told.https
+            host = told.host if told.host is not None else host
+            # The proxy's word on the host the browser asked for replaces the Host header,
+            # which is then the proxy's own name for its upstream.
+            hosts = list(told.named_hosts) or hosts
         state = scope.setdefault("state", {})
         state["acta_client"] = None if client is None else str(client)
         state["acta_host"] = host
         # Secure cookies when the browser's side is HTTPS: the scheme, or a trusted proxy's word.
-        proto = headers.get(b"x-forwarded-proto", b"").decode("latin-1").strip().lower()
-        state["acta_https"] = scope.get("scheme") == "https" or (trusted and proto == "https")
+        state["acta_https"] = https
         if self.config.local_only:
             if forwarded and not trusted:
                 return 403, (
                     "This dashboard answers local requests only, and this one carries "
                     "forwarding headers from a peer that is not a trusted proxy."
                 )
+            if problem is not None:
+                return 403, (
+                    "This dashboard answers local requests only, and the trusted proxy's "
+                    f"headers do not establish the client: {problem}."
+                )
             if client is None or not client.is_loopback:
                 return 403, "This dashboard answers requests from this machine only."
-            if not _LOCAL_HOST.match(host):
+            if not all(_LOCAL_HOST.match(name.strip()) for name in hosts):
                 return 403, (
                     "This dashboard answers only when addressed as localhost, 127.0.0.1 or "
                     "[::1] (the Host header names another site)."
@@ -132,16 +162,3 @@ class Guard:
             actor = str(answer)
         state["acta_actor"] = actor
         return None
-
-    def _forwarded_client(
-        self, headers: dict[bytes, bytes], peer: ipaddress.IPv4Address | ipaddress.IPv6Address
-    ) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-        """The first address right to left in X-Forwarded-For that is not a trusted proxy."""
-        chain = headers.get(b"x-forwarded-for", b"").decode("latin-1").split(",")
-        for entry in reversed([e for e in chain if e.strip()]):
-            address = _ip(entry)
-            if address is None:
-                return None  # a garbled chain proves nothing about the client
-            if not any(address in net for net in self.config.trusted_proxies):
-                return address
-        return peer
