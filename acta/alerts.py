@@ -17,7 +17,9 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from acta.errors import ActaError, ConflictError, ValidationError
+from acta.ids import ROW_ID_MAX
 from acta.ledger import alerting as verbs
+from acta.ledger.doubt import once
 from acta.ledger.facade import Ledger
 from acta.names import validate_text
 from acta.provider.verb import Verb
@@ -98,8 +100,10 @@ def _info(row: Mapping[str, Any]) -> AlertInfo:
 
 
 def _alert_id(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValidationError("alert_id", f"got {value!r}", "a positive int (alerts_view.alert_id)")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= ROW_ID_MAX:
+        raise ValidationError(
+            "alert_id", f"got {value!r:.80}", "a positive int (alerts_view.alert_id)"
+        )
     return value
 
 
@@ -187,7 +191,8 @@ class Alerts:
         actor = validate_text(by, field="by", max_length=TEXT_MAX)
         why = validate_text(reason, field="reason", max_length=TEXT_MAX)
         ns, ledger = self.namespace, self._ledger()
-        return lambda: verbs.change_alert(ns, key, verb, actor, why, ledger.now())
+        # One memory per call: a retry after a lost COMMIT reply answers as the first attempt.
+        return once(lambda attempts: verbs.change_alert(ns, key, verb, actor, why, ledger.now(), attempts))
 
     def _after(self, change: Change, alert_id: int, verb: str) -> AlertInfo:
         changed, row = change

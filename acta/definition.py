@@ -29,7 +29,12 @@ from acta.codec import DEFAULT_PAYLOAD_CAP, Codec, check_size
 from acta.context import JobContext
 from acta.contract import Contract, contract_of, fingerprint
 from acta.duration import format_duration, parse_duration
-from acta.errors import ConfigurationError, TenantScopeError, ValidationError
+from acta.errors import (
+    ConfigurationError,
+    InvalidPolicyError,
+    TenantScopeError,
+    ValidationError,
+)
 from acta.ids import JobRef
 from acta.instant import check_instant
 from acta.model.rows import DefinitionSpec
@@ -93,9 +98,13 @@ class JobDefinition(Generic[I, R]):
         if self.result_type is not None:
             check_supported(self.result_type, "result")
         if policy.schedules and self.takes_input and handler is not None:
-            raise ConfigurationError(
-                f"job {self.name!r} has a schedule, so its handler must take no input: a "
-                "firing has nothing to pass but the instant, which it reads from ctx.firing"
+            # A policy error, as the schedules guide documents: the schedule and the handler's
+            # input cannot go together.
+            raise InvalidPolicyError(
+                "schedule",
+                f"job {self.name!r} has a schedule, so its handler must take no input",
+                "a scheduled handler takes only ctx: a firing has nothing to pass but the "
+                "instant, which it reads from ctx.firing",
             )
         self.input_codec: Codec = codec_for(self.input_type)
         self.result_codec: Codec = codec_for(self.result_type)

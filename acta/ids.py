@@ -15,6 +15,10 @@ from uuid import UUID
 
 from acta.errors import InvalidJobRefError, ValidationError
 
+ROW_ID_MAX: Final = 2**63 - 1
+"""The largest row id (job_id, alert_id, event_id): both dialects store ids as 64-bit integers,
+so a larger one is refused by name before it reaches a driver."""
+
 __all__ = ["JobRef", "new_incarnation", "uuid7"]
 
 _MAX_MS: Final = (1 << 48) - 1

@@ -14,7 +14,7 @@ from typing import Any, NoReturn, TypeVar
 
 from acta.codec import codecs
 from acta.errors import JobNotFoundError, JobPurgedError, ValidationError
-from acta.ids import JobRef
+from acta.ids import ROW_ID_MAX, JobRef
 from acta.ledger import read
 from acta.ledger.control import cancel, check_actor
 from acta.ledger.facade import Ledger
@@ -112,9 +112,11 @@ class Reader(Signals):
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
             raise ValidationError("limit", f"got {limit!r}", f"an int from 1 to {MAX_PAGE}")
         if before is not None and (
-            isinstance(before, bool) or not isinstance(before, int) or before < 1
+            isinstance(before, bool) or not isinstance(before, int) or not 1 <= before <= ROW_ID_MAX
         ):
-            raise ValidationError("before", f"got {before!r:.80}", "a job_id (an int >= 1)")
+            raise ValidationError(
+                "before", f"got {before!r:.80}", f"a job_id (an int from 1 to {ROW_ID_MAX})"
+            )
         if name is not None:
             try:
                 validate_job_name(name, allow_system=True)

@@ -199,6 +199,11 @@ async def test_the_async_verbs_and_an_async_channel(
     assert done.resolved_by == "ops-bot"
     with pytest.raises(ValidationError, match="alert_id"):
         await acta_app.alerts.resolve_async(0, by="ops-bot")
+    for past_64_bit in (2**63, 10**30):  # an id no ledger can hold: refused, not a driver error
+        with pytest.raises(ValidationError, match="alert_id"):
+            await acta_app.alerts.get_async(past_64_bit)
+        with pytest.raises(ValidationError, match="alert_id"):
+            acta_app.alerts.acknowledge(past_64_bit, by="ops-bot")
     with pytest.raises(ValidationError, match="by"):
         await acta_app.alerts.resolve_async(alert.alert_id, by="")
 

@@ -34,6 +34,9 @@ BAD_FILTERS = [
     pytest.param({"before": -5}, "before", id="before-negative"),
     pytest.param({"before": True}, "before", id="before-bool"),
     pytest.param({"before": 2.0}, "before", id="before-float"),
+    # A job_id is a 64-bit integer: past it, a driver would raise an error of its own.
+    pytest.param({"before": 2**63}, "before", id="before-past-64-bit"),
+    pytest.param({"before": 10**30}, "before", id="before-huge"),
     pytest.param({"name": 123}, "name", id="name-int"),
     pytest.param({"name": "Not A Name"}, "name", id="name-malformed"),
     pytest.param({"include_system": "yes"}, "include_system", id="include-system-str"),
@@ -133,5 +136,6 @@ def test_good_list_filters_still_list(acta_app: Acta, acta_host: Host) -> None:
     assert [j.job_ref for j in listed] == [str(ref)]
     assert [j.job_ref for j in acta_app.jobs(status=JobStatus.READY, limit=1)] == [str(ref)]
     assert acta_app.jobs(before=job_id) == []
+    assert [j.job_ref for j in acta_app.jobs(before=2**63 - 1)] == [str(ref)]  # the largest id
     everywhere = acta_app.jobs(before=job_id + 1, all_namespaces=True)
     assert [j.job_ref for j in everywhere] == [str(ref)]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from acta import Acta, JobContext, SyncJobContext
-from acta.errors import ConfigurationError, InvalidPolicyError
+from acta.errors import InvalidPolicyError
 from acta.outcome import Firing
 from acta.policy.schedule import Schedule
 from acta_testing import Host
@@ -269,9 +269,12 @@ def test_bad_schedules_fail_when_the_job_is_declared(acta_app: Acta) -> None:
         acta_app.job("e", schedules={"Bad Name": "1h"})
     with pytest.raises(InvalidPolicyError, match="schedule"):
         acta_app.job("f", schedule=42)
-    with pytest.raises(ConfigurationError, match="no input"):
+    # The docs promise InvalidPolicyError for a scheduled handler that takes an input too.
+    with pytest.raises(InvalidPolicyError, match="no input") as raised:
 
         @acta_app.job("g", schedule="5m")
         def takes_input(x: int) -> None: ...
+
+    assert raised.value.field == "schedule"
 
     assert "g" not in acta_app.definitions
