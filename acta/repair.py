@@ -22,6 +22,7 @@ from acta.ids import JobRef
 from acta.instant import check_instant
 from acta.ledger import repair as verbs
 from acta.ledger import repair_bulk as bulk
+from acta.ledger.doubt import once
 from acta.ledger.facade import Ledger
 from acta.ledger.repair import Amendment
 from acta.ledger.repair_bulk import BatchReport, JobFilter
@@ -101,7 +102,7 @@ class Repairs:
 
     def _restart(self, ref: JobRef | str, reason: str, actor: str) -> Callable[[], Verb[JobInfo]]:
         key, who, ns, now = _ref(ref), check_who(actor, reason), self.namespace, self._now()
-        return lambda: verbs.restart(key, ns, who, now)
+        return once(lambda attempts: verbs.restart(key, ns, who, now, attempts))
 
     def reschedule(
         self,
@@ -129,7 +130,7 @@ class Repairs:
     ) -> Callable[[], Verb[JobInfo]]:
         key, who, ns, now = _ref(ref), check_who(actor, reason), self.namespace, self._now()
         when = None if at is None else check_instant(at, "at")
-        return lambda: verbs.reschedule(key, ns, when, who, now)
+        return once(lambda attempts: verbs.reschedule(key, ns, when, who, now, attempts))
 
     def amend(
         self,
@@ -176,7 +177,7 @@ class Repairs:
             raise ValidationError(
                 "amend", "nothing to change", "give priority, max_attempts or tags"
             )
-        return lambda: verbs.amend(key, ns, change, who, now)
+        return once(lambda attempts: verbs.amend(key, ns, change, who, now, attempts))
 
     # -- definitions and the namespace ----------------------------------------------------
 
@@ -213,7 +214,11 @@ class Repairs:
             self.namespace,
             self._now(),
         )
-        return lambda: self._known(verbs.pause_definition(ns, job, paused, who, now), job)
+        return once(
+            lambda attempts: self._known(
+                verbs.pause_definition(ns, job, paused, who, now, attempts), job
+            )
+        )
 
     def pause_namespace(
         self,
@@ -257,7 +262,7 @@ class Repairs:
     ) -> Callable[[], Verb[bool]]:
         ns = self.namespace if namespace is None else validate_namespace(namespace)
         who, now = check_who(actor, reason), self._now()
-        return lambda: verbs.pause_namespace(ns, paused, who, now)
+        return once(lambda attempts: verbs.pause_namespace(ns, paused, who, now, attempts))
 
     def retire_definition(
         self, name: str, *, reason: str = "retired by an operator", actor: str = DEFAULT_ACTOR
@@ -286,7 +291,7 @@ class Repairs:
         )
 
         def batch(definition_id: int, after: int) -> Callable[[], Verb[BatchReport]]:
-            return lambda: bulk.cancel_queue(definition_id, who, now, after)
+            return once(lambda a: bulk.cancel_queue(definition_id, who, now, after, attempts=a))
 
         return (lambda: self._known(verbs.retire(ns, job, who, now), job)), batch
 
@@ -334,7 +339,9 @@ class Repairs:
             self.namespace,
             self._now(),
         )
-        return flt, lambda after: lambda: bulk.restart_batch(ns, flt, who, now, after, bulk.BATCH)
+        return flt, lambda after: once(
+            lambda a: bulk.restart_batch(ns, flt, who, now, after, bulk.BATCH, a)
+        )
 
     def cancel_many(
         self,
@@ -366,7 +373,9 @@ class Repairs:
             self.namespace,
             self._now(),
         )
-        return flt, lambda after: lambda: bulk.cancel_batch(ns, flt, who, now, after, bulk.BATCH)
+        return flt, lambda after: once(
+            lambda a: bulk.cancel_batch(ns, flt, who, now, after, bulk.BATCH, a)
+        )
 
     def reschedule_many(
         self,
@@ -399,7 +408,9 @@ class Repairs:
         ns, now = self.namespace, self._now()
         return (
             flt,
-            lambda after: lambda: bulk.reschedule_batch(ns, flt, when, who, now, after, bulk.BATCH),
+            lambda after: once(
+                lambda a: bulk.reschedule_batch(ns, flt, when, who, now, after, bulk.BATCH, a)
+            ),
         )
 
     def purge(
@@ -436,7 +447,9 @@ class Repairs:
             self.namespace,
             self._now(),
         )
-        return flt, lambda after: lambda: bulk.purge_batch(ns, flt, who, now, after, bulk.BATCH)
+        return flt, lambda after: once(
+            lambda a: bulk.purge_batch(ns, flt, who, now, after, bulk.BATCH, a)
+        )
 
     def _bulk(self, flt: JobFilter, batch: Batch, dry_run: bool) -> BulkReport:
         if dry_run:

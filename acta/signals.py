@@ -13,6 +13,7 @@ from typing import Any
 from acta.errors import JobNotFoundError
 from acta.ids import JobRef
 from acta.ledger import durable, read
+from acta.ledger.doubt import once
 from acta.ledger.signal import resume, send_signal
 from acta.model.codes import JobStatus
 from acta.names import validate_key
@@ -57,7 +58,8 @@ class Signals(Overrides):
         validate_key(name, field="name", max_length=200)
         code, body = encode_payload(payload, Any, "payload", self._registry.payload_cap)
         ns, now = self.namespace, self._read_ledger().now()
-        return lambda: send_signal(key, ns, name, code, body, now)
+        # One memory per call: a retry after a lost COMMIT reply answers as the first attempt.
+        return once(lambda attempts: send_signal(key, ns, name, code, body, now, attempts))
 
     def signal(self, ref: JobRef | str, name: str, payload: Any = None) -> SignalOutcome:
         """Send signal ``name`` (with ``payload``) to a job. A job suspended on that signal is
@@ -80,13 +82,13 @@ class Signals(Overrides):
     def resume(self, ref: JobRef | str, reason: str = "resumed by an operator") -> JobStatus:
         """Take a paused job back to ready; ConflictError if it is not paused."""
         key, ns, now = str(JobRef.coerce(ref)), self.namespace, self._read_ledger().now()
-        return self._run(lambda: resume(key, ns, reason, now))
+        return self._run(once(lambda attempts: resume(key, ns, reason, now, attempts)))
 
     async def resume_async(
         self, ref: JobRef | str, reason: str = "resumed by an operator"
     ) -> JobStatus:
         key, ns, now = str(JobRef.coerce(ref)), self.namespace, self._read_ledger().now()
-        return await self._run_async(lambda: resume(key, ns, reason, now))
+        return await self._run_async(once(lambda attempts: resume(key, ns, reason, now, attempts)))
 
     def progress(self, ref: JobRef | str) -> Progress | None:
         """The job's progress slot; None if its handler never wrote one."""

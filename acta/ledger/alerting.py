@@ -15,10 +15,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from acta.ledger.doubt import Attempts, event_probe, recorded
 from acta.ledger.events import event_params
 from acta.model.codes import AlertSeverity, EventCode
 from acta.model.rows import Transition
-from acta.provider.verb import Verb, execute, fetch_all, fetch_one
+from acta.provider.verb import Op, Verb, execute, fetch_all, fetch_one
 
 DUE_BATCH = 100
 """Alerts one sys.alerts round notifies; the rest wait for the next round."""
@@ -139,10 +140,24 @@ def list_alerts(namespace: str, everything: bool, limit: int) -> Verb[list[dict[
 
 
 def change_alert(
-    namespace: str, alert_id: int, verb: str, actor: str, reason: str, now: datetime | None
+    namespace: str,
+    alert_id: int,
+    verb: str,
+    actor: str,
+    reason: str,
+    now: datetime | None,
+    attempts: Attempts | None = None,
 ) -> Verb[tuple[bool, dict[str, Any] | None]]:
     """An operator's acknowledge or resolve: (changed, the alert as it is now). Not changed
-    when the alert is missing (None) or already in the state asked for."""
+    when the alert is missing (None) or already in the state asked for. With the call's
+    ``attempts``, a retry after a lost COMMIT reply answers as the first attempt did."""
+    change = _change_alert(namespace, alert_id, verb, actor, reason, now)
+    return (yield from recorded(attempts, change))
+
+
+def _change_alert(
+    namespace: str, alert_id: int, verb: str, actor: str, reason: str, now: datetime | None
+) -> Verb[tuple[tuple[bool, dict[str, Any] | None], Op | None]]:
     statement, code = {
         "acknowledge": ("alert_acknowledge", EventCode.ALERT_ACKNOWLEDGED),
         "resolve": ("alert_resolve", EventCode.ALERT_RESOLVED),
@@ -150,9 +165,13 @@ def change_alert(
     row = yield fetch_one(
         statement, {"now": now, "namespace": namespace, "alert_id": alert_id, "actor": actor}
     )
+    probe = None
     if row is not None:
         past = "acknowledged" if verb == "acknowledge" else "resolved"
         message = f"alert {alert_id} {past} by {actor}: {reason}"
-        yield execute("insert_event", _alert_event(now, row["namespace_id"], code, message, actor))
+        event = yield fetch_one(
+            "insert_event_id", _alert_event(now, row["namespace_id"], code, message, actor)
+        )
+        probe = event_probe(event["id"], int(code))
     after = yield from alert_row(namespace, alert_id)
-    return row is not None, after
+    return (row is not None, after), probe

@@ -20,9 +20,12 @@ out twice; SQLite runs one writer and never retries a committed verb).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from acta.provider.verb import Op, Verb, fetch_one
+
+T = TypeVar("T")
 
 
 class Attempts:
@@ -50,6 +53,26 @@ class Attempts:
             return False, None
         self._probe = probe  # a later retry of this attempt must find it again
         return True, self._answer
+
+
+def once(build: Callable[[Attempts], Verb[T]]) -> Callable[[], Verb[T]]:
+    """The verb factory of one call: every attempt's verb is built with the same memory."""
+    attempts = Attempts()
+    return lambda: build(attempts)
+
+
+def recorded(attempts: Attempts | None, verb: Verb[tuple[T, Op | None]]) -> Verb[T]:
+    """Run ``verb``, which answers (its answer, the probe of what it wrote or None when it
+    wrote nothing), once per call: a retry whose earlier attempt committed answers as that
+    attempt did and runs nothing else. No ``attempts``: no memory (each run stands alone)."""
+    if attempts is not None:
+        done, earlier = yield from attempts.recall()
+        if done:
+            return earlier  # type: ignore[no-any-return]
+    answer, probe = yield from verb
+    if attempts is not None and probe is not None:
+        attempts.remember(probe, answer)
+    return answer
 
 
 def event_probe(event_id: int, code: int) -> Op:

@@ -8,6 +8,10 @@ written nothing. Status changes go through ``apply_transition`` like every settl
 writes its event in the same transaction, whatever the definition's audit level, with the
 verb, the actor and the reason in the event's detail (JSON). Arguments are checked by the
 caller (``acta.repair``) before any statement runs.
+
+A verb given the ``Attempts`` of its call (``acta.ledger.doubt``) recognises its own earlier
+attempt whose COMMIT reply was lost: the retry finds the event that attempt wrote and answers
+as it would have, instead of finding the row moved and refusing.
 """
 
 from __future__ import annotations
@@ -18,13 +22,14 @@ from datetime import datetime
 
 from acta.errors import ConflictError, JobNotFoundError, JobStateError, UnknownJobError
 from acta.ledger import read
+from acta.ledger.doubt import Attempts, event_probe, job_event_probe, recorded
 from acta.ledger.events import Who, event_params
 from acta.ledger.schedule import SLOT_KEY_PREFIX
 from acta.ledger.transition import apply_transition
 from acta.model.codes import EventCode, JobStatus, Reason
 from acta.model.rows import EventRecord, JobInfo, Transition
 from acta.names import SYSTEM_PREFIX
-from acta.provider.verb import Verb, execute, execute_many, fetch_one
+from acta.provider.verb import Op, Verb, execute, execute_many, fetch_one
 
 TRIES = 5
 """Reads a verb makes before it gives up on a row that keeps moving (ConflictError)."""
@@ -124,12 +129,21 @@ def restart_row(info: JobInfo, who: Who, now: datetime | None) -> Verb[bool]:
     return True
 
 
-def restart(job_ref: str, namespace: str, who: Who, now: datetime | None) -> Verb[JobInfo]:
+def restart(
+    job_ref: str, namespace: str, who: Who, now: datetime | None, attempts: Attempts | None = None
+) -> Verb[JobInfo]:
     """Run a finished job again with its stored input, under the same ref."""
+    return (yield from recorded(attempts, _restart(job_ref, namespace, who, now)))
+
+
+def _restart(
+    job_ref: str, namespace: str, who: Who, now: datetime | None
+) -> Verb[tuple[JobInfo, Op | None]]:
     for _ in range(TRIES):
         info = yield from _job(job_ref, namespace, "restart")
         if (yield from restart_row(info, who, now)):
-            return (yield from _job(job_ref, namespace, "restart"))
+            probe = yield from job_event_probe(info.job_id, int(EventCode.RESTARTED))
+            return (yield from _job(job_ref, namespace, "restart")), probe
     raise _moved(job_ref, "restarted")
 
 
@@ -163,20 +177,43 @@ def reschedule_row(
 
 
 def reschedule(
-    job_ref: str, namespace: str, at: datetime | None, who: Who, now: datetime | None
+    job_ref: str,
+    namespace: str,
+    at: datetime | None,
+    who: Who,
+    now: datetime | None,
+    attempts: Attempts | None = None,
 ) -> Verb[JobInfo]:
     """Move a ready job's next run to an instant, or to now."""
+    return (yield from recorded(attempts, _reschedule(job_ref, namespace, at, who, now)))
+
+
+def _reschedule(
+    job_ref: str, namespace: str, at: datetime | None, who: Who, now: datetime | None
+) -> Verb[tuple[JobInfo, Op | None]]:
     for _ in range(TRIES):
         info = yield from _job(job_ref, namespace, "reschedule")
         if (yield from reschedule_row(info, at, who, now)):
-            return (yield from _job(job_ref, namespace, "reschedule"))
+            probe = yield from job_event_probe(info.job_id, int(EventCode.RUN_AT_CHANGED))
+            return (yield from _job(job_ref, namespace, "reschedule")), probe
     raise _moved(job_ref, "rescheduled")
 
 
 def amend(
-    job_ref: str, namespace: str, change: Amendment, who: Who, now: datetime | None
+    job_ref: str,
+    namespace: str,
+    change: Amendment,
+    who: Who,
+    now: datetime | None,
+    attempts: Attempts | None = None,
 ) -> Verb[JobInfo]:
     """Change the priority, attempt limit or tags of a job that has not finished."""
+    return (yield from recorded(attempts, _amend(job_ref, namespace, change, who, now)))
+
+
+def _amend(
+    job_ref: str, namespace: str, change: Amendment, who: Who, now: datetime | None
+) -> Verb[tuple[JobInfo, Op | None]]:
     for _ in range(TRIES):
         info = yield from _job(job_ref, namespace, "amend")
         if info.status.terminal:
@@ -212,8 +249,8 @@ def amend(
                     "insert_tag", [{"job_id": info.job_id, "tag": t} for t in change.tags]
                 )
         shown = ", ".join(f"{k} {old[k]} -> {new[k]}" for k in new)
-        yield execute(
-            "insert_event",
+        row = yield fetch_one(
+            "insert_event_id",
             event_params(
                 now,
                 info.namespace_id,
@@ -227,7 +264,8 @@ def amend(
                 actor=who.actor,
             ),
         )
-        return (yield from _job(job_ref, namespace, "amend"))
+        probe = event_probe(row["id"], int(EventCode.AMENDED))
+        return (yield from _job(job_ref, namespace, "amend")), probe
     raise _moved(job_ref, "amended")
 
 
@@ -261,9 +299,20 @@ def _scope_event(
 
 
 def pause_definition(
-    namespace: str, name: str, paused: bool, who: Who, now: datetime | None
+    namespace: str,
+    name: str,
+    paused: bool,
+    who: Who,
+    now: datetime | None,
+    attempts: Attempts | None = None,
 ) -> Verb[bool]:
     """Stop (or restart) claims of one definition; False when it already was so."""
+    return (yield from recorded(attempts, _pause_definition(namespace, name, paused, who, now)))
+
+
+def _pause_definition(
+    namespace: str, name: str, paused: bool, who: Who, now: datetime | None
+) -> Verb[tuple[bool, Op | None]]:
     row = yield from _definition(namespace, name)
     verb = "pause" if paused else "resume"
     if row["retired"]:
@@ -276,10 +325,10 @@ def pause_definition(
         "repair_pause_definition", {"definition_id": row["id"], "paused": paused}
     )
     if not changed:
-        return False
+        return False, None
     code = EventCode.CLAIMS_PAUSED if paused else EventCode.CLAIMS_RESUMED
-    yield execute(
-        "insert_event",
+    event = yield fetch_one(
+        "insert_event_id",
         _scope_event(
             now,
             int(str(row["namespace_id"])),
@@ -289,24 +338,32 @@ def pause_definition(
             who.detail(verb, definition=name),
         ),
     )
-    return True
+    return True, event_probe(event["id"], int(code))
 
 
-def pause_namespace(namespace: str, paused: bool, who: Who, now: datetime | None) -> Verb[bool]:
+def pause_namespace(
+    namespace: str, paused: bool, who: Who, now: datetime | None, attempts: Attempts | None = None
+) -> Verb[bool]:
     """Stop (or restart) every claim in a namespace; False when it already was so."""
+    return (yield from recorded(attempts, _pause_namespace(namespace, paused, who, now)))
+
+
+def _pause_namespace(
+    namespace: str, paused: bool, who: Who, now: datetime | None
+) -> Verb[tuple[bool, Op | None]]:
     row = yield fetch_one("repair_namespace", {"namespace": namespace})
     if row is None:
         raise UnknownJobError(f"no namespace {namespace!r} in this ledger")
     changed = yield execute("repair_pause_namespace", {"namespace_id": row["id"], "paused": paused})
     if not changed:
-        return False
+        return False, None
     code = EventCode.CLAIMS_PAUSED if paused else EventCode.CLAIMS_RESUMED
     verb = "pause" if paused else "resume"
-    yield execute(
-        "insert_event",
+    event = yield fetch_one(
+        "insert_event_id",
         _scope_event(now, row["id"], code, f"namespace {namespace}", who, who.detail(verb)),
     )
-    return True
+    return True, event_probe(event["id"], int(code))
 
 
 def retire(namespace: str, name: str, who: Who, now: datetime | None) -> Verb[int]:

@@ -6,6 +6,10 @@ call is one transaction: a fault costs that batch, never the work already commit
 is changed by the same guarded single-job verb as ``acta.ledger.repair``; a job that moved
 since the batch was read is counted as skipped, not retried. The caller (``acta.repair``)
 loops while a batch says there is more.
+
+Given the ``Attempts`` of its call (``acta.ledger.doubt``), a batch whose COMMIT reply was lost
+and that the provider runs again answers the first attempt's report: read again, the jobs it
+changed no longer match, and the walk would stop early, counting nothing.
 """
 
 from __future__ import annotations
@@ -17,10 +21,11 @@ from datetime import datetime
 from acta.errors import ConflictError, JobStateError
 from acta.ledger import read
 from acta.ledger.control import cancel
+from acta.ledger.doubt import Attempts, job_event_probe, recorded
 from acta.ledger.events import Who, event_params
 from acta.ledger.repair import reschedule_row, restart_row
 from acta.model.codes import EventCode, JobStatus, Reason
-from acta.provider.verb import Verb, execute, fetch_all, fetch_one
+from acta.provider.verb import Op, Verb, execute, fetch_all, fetch_one
 
 BATCH = 100
 """Jobs one bulk transaction changes."""
@@ -102,12 +107,26 @@ def _batch(
 
 
 def restart_batch(
-    namespace: str, flt: JobFilter, who: Who, now: datetime | None, after_id: int, limit: int
+    namespace: str,
+    flt: JobFilter,
+    who: Who,
+    now: datetime | None,
+    after_id: int,
+    limit: int,
+    attempts: Attempts | None = None,
 ) -> Verb[BatchReport]:
     """Restart the next batch of matching finished jobs."""
+    batch = _restart_batch(namespace, flt, who, now, after_id, limit)
+    return (yield from recorded(attempts, _probed(batch, EventCode.RESTARTED)))
+
+
+def _restart_batch(
+    namespace: str, flt: JobFilter, who: Who, now: datetime | None, after_id: int, limit: int
+) -> Verb[tuple[BatchReport, int | None]]:
     refs = yield from _batch(namespace, flt, flt.statuses, after_id, limit)
     report = BatchReport(more=len(refs) >= limit)
     last = max([after_id, *(job_id for job_id, _ in refs)])
+    wrote: int | None = None
     for _, ref in refs:
         info = yield from read.job(ref, namespace)
         if info is None:
@@ -118,7 +137,8 @@ def restart_batch(
         except JobStateError:
             done = False  # matched as finished, restarted by someone else since
         report = _did(report, ref) if done else _skip(report)
-    return _at(report, last)
+        wrote = info.job_id if done else wrote
+    return _at(report, last), wrote
 
 
 def reschedule_batch(
@@ -129,11 +149,26 @@ def reschedule_batch(
     now: datetime | None,
     after_id: int,
     limit: int,
+    attempts: Attempts | None = None,
 ) -> Verb[BatchReport]:
     """Move the next batch of matching ready jobs to ``at`` (None: now)."""
+    batch = _reschedule_batch(namespace, flt, at, who, now, after_id, limit)
+    return (yield from recorded(attempts, _probed(batch, EventCode.RUN_AT_CHANGED)))
+
+
+def _reschedule_batch(
+    namespace: str,
+    flt: JobFilter,
+    at: datetime | None,
+    who: Who,
+    now: datetime | None,
+    after_id: int,
+    limit: int,
+) -> Verb[tuple[BatchReport, int | None]]:
     refs = yield from _batch(namespace, flt, flt.statuses, after_id, limit)
     report = BatchReport(more=len(refs) >= limit)
     last = max([after_id, *(job_id for job_id, _ in refs)])
+    wrote: int | None = None
     for _, ref in refs:
         info = yield from read.job(ref, namespace)
         if info is None:
@@ -144,40 +179,73 @@ def reschedule_batch(
         except JobStateError:
             done = False
         report = _did(report, ref) if done else _skip(report)
-    return _at(report, last)
+        wrote = info.job_id if done else wrote
+    return _at(report, last), wrote
 
 
 def cancel_batch(
-    namespace: str, flt: JobFilter, who: Who, now: datetime | None, after_id: int, limit: int
+    namespace: str,
+    flt: JobFilter,
+    who: Who,
+    now: datetime | None,
+    after_id: int,
+    limit: int,
+    attempts: Attempts | None = None,
 ) -> Verb[BatchReport]:
     """Cancel the next batch of matching unfinished jobs (a running one is asked to stop)."""
+    batch = _cancel_batch(namespace, flt, who, now, after_id, limit)
+    return (yield from recorded(attempts, batch))
+
+
+def _cancel_batch(
+    namespace: str, flt: JobFilter, who: Who, now: datetime | None, after_id: int, limit: int
+) -> Verb[tuple[BatchReport, Op | None]]:
     refs = yield from _batch(namespace, flt, flt.statuses, after_id, limit)
     report = BatchReport(more=len(refs) >= limit)
     last = max([after_id, *(job_id for job_id, _ in refs)])
+    wrote: tuple[int, EventCode] | None = None
     for _, ref in refs:
         info = yield from read.job(ref, namespace)
         if info is None or info.status.terminal:
             report = _skip(report)
             continue
         try:
-            yield from cancel(ref, namespace, who.reason, now, actor=who.actor)
+            status = yield from cancel(ref, namespace, who.reason, now, actor=who.actor)
         except ConflictError:
             report = _skip(report)
             continue
         report = _did(report, ref)
-    return _at(report, last)
+        if status is JobStatus.CANCELLED:
+            wrote = info.job_id, EventCode.CANCELLED
+        elif not info.cancel_requested:  # asked before: this batch wrote nothing for it
+            wrote = info.job_id, EventCode.CANCEL_REQUESTED
+    probe = None if wrote is None else (yield from job_event_probe(wrote[0], int(wrote[1])))
+    return _at(report, last), probe
 
 
 def purge_batch(
-    namespace: str, flt: JobFilter, who: Who, now: datetime | None, after_id: int, limit: int
+    namespace: str,
+    flt: JobFilter,
+    who: Who,
+    now: datetime | None,
+    after_id: int,
+    limit: int,
+    attempts: Attempts | None = None,
 ) -> Verb[BatchReport]:
     """Delete the next batch of matching finished jobs; their events stay, with one purged
     event each saying who removed them."""
+    batch = _purge_batch(namespace, flt, who, now, after_id, limit)
+    return (yield from recorded(attempts, _probed(batch, EventCode.PURGED)))
+
+
+def _purge_batch(
+    namespace: str, flt: JobFilter, who: Who, now: datetime | None, after_id: int, limit: int
+) -> Verb[tuple[BatchReport, int | None]]:
     params = {**_params(namespace, flt, flt.statuses), "after_id": after_id, "limit": limit}
     rows = yield fetch_all("repair_select", params)
     more = len(rows) >= limit
     if not rows:
-        return BatchReport(last_id=after_id, more=False)
+        return BatchReport(last_id=after_id, more=False), None
     ids = [row["job_id"] for row in rows]
     gone = yield fetch_all(
         "purgeable_before",
@@ -204,24 +272,37 @@ def purge_batch(
     ]
     for params_one in events:
         yield execute("insert_event", params_one)
-    return BatchReport(
+    report = BatchReport(
         changed=sorted(row["job_ref"] for row in gone),
         skipped=len(ids) - len(gone),
         last_id=max(ids),
         more=more,
     )
+    return report, (gone[-1]["job_id"] if gone else None)
 
 
 def cancel_queue(
-    definition_id: int, who: Who, now: datetime | None, after_id: int, limit: int | None = None
+    definition_id: int,
+    who: Who,
+    now: datetime | None,
+    after_id: int,
+    limit: int | None = None,
+    attempts: Attempts | None = None,
 ) -> Verb[BatchReport]:
     """Cancel up to ``limit`` waiting (not running) jobs of a retired definition, after
     job id ``after_id``. Recurring slots are left alone: paused with it, they never run."""
-    limit = BATCH if limit is None else limit
+    batch = _cancel_queue(definition_id, who, now, after_id, BATCH if limit is None else limit)
+    return (yield from recorded(attempts, _probed(batch, EventCode.CANCELLED)))
+
+
+def _cancel_queue(
+    definition_id: int, who: Who, now: datetime | None, after_id: int, limit: int
+) -> Verb[tuple[BatchReport, int | None]]:
     params = {"definition_id": definition_id, "after_id": after_id, "limit": limit}
     rows = yield fetch_all("repair_queued_of", params)
     last = max([after_id, *(row["job_id"] for row in rows)])
     report = BatchReport(last_id=last, more=len(rows) >= limit)
+    wrote: int | None = None
     for row in rows:
         info = yield from read.job(row["job_ref"], None)
         if info is None or info.status.terminal or info.status in _RUNNING:
@@ -230,11 +311,23 @@ def cancel_queue(
         status = yield from cancel(
             info.job_ref, None, f"definition retired: {who.reason}", now, actor=who.actor
         )
-        report = _did(report, info.job_ref) if status is JobStatus.CANCELLED else _skip(report)
-    return report
+        done = status is JobStatus.CANCELLED
+        report = _did(report, info.job_ref) if done else _skip(report)
+        wrote = info.job_id if done else wrote
+    return report, wrote
 
 
 _RUNNING = (JobStatus.DISPATCHED, JobStatus.EXECUTING)
+
+
+def _probed(
+    batch: Verb[tuple[BatchReport, int | None]], code: EventCode
+) -> Verb[tuple[BatchReport, Op | None]]:
+    """A batch's report, with the probe of the ``code`` event it wrote last (on the job it
+    names), if it wrote one."""
+    report, job_id = yield from batch
+    probe = None if job_id is None else (yield from job_event_probe(job_id, int(code)))
+    return report, probe
 
 
 def _did(report: BatchReport, ref: str) -> BatchReport:

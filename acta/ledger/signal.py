@@ -5,6 +5,10 @@ name that has not expired, makes it ready in the same transaction. The job's run
 locked first, so a handler suspending on the same signal at the same moment either commits
 first (and is woken here) or finds the signal when it takes the lock (``acta.ledger.latch``).
 ``resume`` takes a paused job back to ready.
+
+Both recognise, through the ``Attempts`` of their call (``acta.ledger.doubt``), an earlier
+attempt whose COMMIT reply was lost: the retry answers what that attempt would have (a signal
+stored or released, not "already sent"; a job resumed, not "not paused").
 """
 
 from __future__ import annotations
@@ -14,37 +18,52 @@ from datetime import datetime
 from acta.errors import ConflictError, JobNotFoundError
 from acta.ledger import read
 from acta.ledger.control import check_reason
+from acta.ledger.doubt import Attempts, event_probe, job_event_probe, recorded
 from acta.ledger.events import event_params
 from acta.ledger.latch import wake
 from acta.ledger.transition import apply_transition
 from acta.model.codes import EventCode, JobStatus, Reason, WaitKind
 from acta.model.rows import EventRecord, Transition
 from acta.outcome import SignalOutcome
-from acta.provider.verb import Verb, execute, fetch_all, fetch_one
+from acta.provider.verb import Op, Verb, fetch_all, fetch_one
 
 
 def send_signal(
-    job_ref: str, namespace: str, name: str, codec: int, body: bytes, now: datetime | None
+    job_ref: str,
+    namespace: str,
+    name: str,
+    codec: int,
+    body: bytes,
+    now: datetime | None,
+    attempts: Attempts | None = None,
 ) -> Verb[SignalOutcome]:
     """Deliver signal ``name`` to a job; what happened, as a SignalOutcome (never an error for
     an unknown or finished job: senders race with jobs ending, and that is not a bug)."""
+    sent = _send_signal(job_ref, namespace, name, codec, body, now)
+    return (yield from recorded(attempts, sent))
+
+
+def _send_signal(
+    job_ref: str, namespace: str, name: str, codec: int, body: bytes, now: datetime | None
+) -> Verb[tuple[SignalOutcome, Op | None]]:
     target = yield fetch_one("signal_target", {"job_ref": job_ref, "namespace": namespace})
     if target is None:
-        return SignalOutcome.NO_SUCH_JOB
+        return SignalOutcome.NO_SUCH_JOB, None
     if JobStatus(target["status"]).terminal:
-        return SignalOutcome.JOB_FINISHED
+        return SignalOutcome.JOB_FINISHED, None
     job_id = target["job_id"]
     kept = yield fetch_all(
         "signal_insert", {"job_id": job_id, "name": name, "codec": codec, "body": body, "now": now}
     )
     if not kept:
-        return SignalOutcome.ALREADY_SENT
-    yield execute(
-        "insert_event",
+        return SignalOutcome.ALREADY_SENT, None
+    event = yield fetch_one(
+        "insert_event_id",
         event_params(
             now, target["namespace_id"], job_id, job_ref, EventCode.SIGNALLED, message=name
         ),
     )
+    probe = event_probe(event["id"], int(EventCode.SIGNALLED))
     if target["status"] == int(JobStatus.SUSPENDED):
         released = yield fetch_all(
             "wait_release",
@@ -53,13 +72,25 @@ def send_signal(
         if released and (
             yield from wake(job_id, target["namespace_id"], job_ref, f"signal:{name}", now)
         ):
-            return SignalOutcome.RELEASED
-    return SignalOutcome.STORED
+            return SignalOutcome.RELEASED, probe
+    return SignalOutcome.STORED, probe
 
 
-def resume(job_ref: str, namespace: str, reason: str, now: datetime | None) -> Verb[JobStatus]:
+def resume(
+    job_ref: str,
+    namespace: str,
+    reason: str,
+    now: datetime | None,
+    attempts: Attempts | None = None,
+) -> Verb[JobStatus]:
     """Take a paused job back to ready, now."""
     check_reason(reason)
+    return (yield from recorded(attempts, _resume(job_ref, namespace, reason, now)))
+
+
+def _resume(
+    job_ref: str, namespace: str, reason: str, now: datetime | None
+) -> Verb[tuple[JobStatus, Op | None]]:
     info = yield from read.job(job_ref, namespace)
     if info is None:
         raise JobNotFoundError(f"no job {job_ref} in namespace {namespace!r}")
@@ -79,4 +110,4 @@ def resume(job_ref: str, namespace: str, reason: str, now: datetime | None) -> V
     )
     if (yield from apply_transition(plan, now)) is None:
         raise ConflictError(f"job {job_ref} changed while it was being resumed; nothing written")
-    return JobStatus.READY
+    return JobStatus.READY, (yield from job_event_probe(info.job_id, int(EventCode.RESUMED)))
