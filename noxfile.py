@@ -1,20 +1,57 @@
-"""Developer sessions: lint, tests, conformance per provider, chaos, benchmarks.
+"""Developer sessions: lint, tests, conformance per provider, chaos, packaging, benchmarks.
 
-`nox -s lint tests` is what CI runs (through .ci/run, with CI=true): the whole suite on SQLite,
-then the conformance specs on PostgreSQL. Sessions install acta from this checkout with the
+`nox -s lint tests conformance_matrix package` is what CI runs (through .ci/run, with CI=true):
+the whole suite on SQLite, then the conformance specs on PostgreSQL, on the default Python; the
+SQLite conformance specs on each other Python of the matrix; then the wheel and sdist built and
+the wheel tested in a fresh environment. Sessions install acta from this checkout with the
 extras they need; nothing is assumed to be installed already.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["lint", "tests"]
+nox.options.sessions = ["lint", "tests", "conformance_matrix", "package"]
 nox.options.reuse_existing_virtualenvs = True
+# An interpreter that is missing is an error to fix on the machine, never a download.
+nox.options.download_python = "never"
 
 PYTHON = "3.11"
+# The other Pythons CI runs the conformance specs on (pyproject.toml's classifiers name the same
+# set). Python 3.14 is not here: no 3.14 interpreter can be installed on this project's machines
+# (pyenv builds from python.org's tarballs, which they cannot reach; Debian 12 packages 3.11;
+# no package registry they reach ships a CPython 3.14 build).
+MATRIX = ["3.12", "3.13"]
+
+
+def _pyenv_pythons(versions: list[str]) -> None:
+    """Put pyenv's interpreters for ``versions`` on PATH.
+
+    pyenv's shims answer only for the versions a shell selected, so ``python3.12`` fails
+    through its shim while /root/.pyenv/versions/3.12.x holds it; nox then finds it by name."""
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    found = []
+    for version in versions:
+        builds = sorted(root.glob(f"{version}.*/bin/python{version}"), key=_release)
+        if builds:
+            found.append(str(builds[-1].parent))
+    if found:
+        os.environ["PATH"] = os.pathsep.join([*found, os.environ.get("PATH", "")])
+
+
+def _release(python: Path) -> tuple[int, ...]:
+    """3.12.10 after 3.12.9; a free-threaded or dev build (3.13.0t, 3.14-dev) sorts first."""
+    name = python.parent.parent.name
+    parts = name.split(".")
+    return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else (0,)
+
+
+_pyenv_pythons(MATRIX)
 TEST_EXTRAS = ".[test,postgres,sqlalchemy,dashboard,browser]"
 
 
@@ -93,6 +130,35 @@ def conformance(session: nox.Session, provider: str) -> None:
     """The conformance specs on one provider (the DSN: --acta-dsn or $ACTA_TEST_DSN)."""
     session.install("-e", TEST_EXTRAS)
     session.run("pytest", "conformance", f"--acta-provider={provider}", *XDIST, *session.posargs)
+
+
+@nox.session(python=MATRIX)
+def conformance_matrix(session: nox.Session) -> None:
+    """The conformance specs on SQLite on each Python of MATRIX (`tests` runs everything on
+    PYTHON). pytest's closing line gives each version's counts."""
+    session.install("-e", ".[test]")
+    session.run("python", "--version")
+    session.run("pytest", "conformance", "--acta-provider=sqlite", *XDIST, *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def package(session: nox.Session) -> None:
+    """Build the sdist and wheel (the wheel from the sdist), check them with twine, then test
+    them as a user gets them (tests/package): every source file in the wheel, the wheel
+    installed with its extras into a fresh venv and run from outside the checkout (`acta demo`,
+    `acta schema sql` for each provider, each extra's imports, the pytest plugin), and a user
+    file type-checked against it."""
+    session.install(
+        "build>=1.2", "twine>=5", "pytest>=8", "pytest-timeout>=2.3", "pytest-asyncio", "hypothesis"
+    )
+    # Outside the checkout, like the fresh venv pytest makes: no path under it names the source.
+    dist = Path(tempfile.mkdtemp(prefix="acta-dist-"))
+    try:
+        session.run("python", "-m", "build", "--outdir", str(dist))
+        session.run("twine", "check", "--strict", *sorted(str(p) for p in dist.iterdir()))
+        session.run("pytest", "tests/package", *session.posargs, env={"ACTA_DIST_DIR": str(dist)})
+    finally:
+        shutil.rmtree(dist, ignore_errors=True)
 
 
 @nox.session(python=PYTHON)
