@@ -687,7 +687,9 @@ SELECT n.name AS namespace,
     o.updated_by,
     o.reason,
     d.tags::text AS tags,
-    d.tenant_scope
+    d.tenant_scope,
+    d.id AS definition_id,
+    a.code AS audit_code
    FROM {schema}.definitions d
      JOIN {schema}.namespaces n ON n.id = d.namespace_id
      LEFT JOIN {schema}.policy_overrides o ON o.definition_id = d.id
@@ -757,7 +759,7 @@ SELECT j.job_ref,
     r.status AS status_code,
     r.priority,
     r.attempts,
-    COALESCE(r.max_attempts, d.max_attempts) AS max_attempts,
+    COALESCE(r.max_attempts::integer, ep.max_attempts) AS max_attempts,
     r.executions,
     j.created_at,
     r.next_run_at,
@@ -807,6 +809,7 @@ SELECT j.job_ref,
      JOIN {schema}.runtime r ON r.job_id = j.id
      JOIN {schema}.namespaces n ON n.id = j.namespace_id
      JOIN {schema}.definitions d ON d.id = j.definition_id
+     JOIN {schema}.effective_policy_view ep ON ep.definition_id = d.id
      JOIN {schema}.codes s ON s.family = 'job_status'::text AND s.code = r.status
      LEFT JOIN {schema}.workers w ON w.id = r.lease_owner
      LEFT JOIN {schema}.lanes l ON l.id = r.lane_id

@@ -508,7 +508,9 @@ SELECT
     o.updated_by,
     o.reason,
     d.tags,
-    d.tenant_scope
+    d.tenant_scope,
+    d.id    AS definition_id,
+    a.code  AS audit_code
 FROM acta_definitions d
 JOIN acta_namespaces n ON n.id = d.namespace_id
 LEFT JOIN acta_policy_overrides o ON o.definition_id = d.id
@@ -577,7 +579,8 @@ SELECT
     r.status              AS status_code,
     r.priority,
     r.attempts,
-    COALESCE(r.max_attempts, d.max_attempts) AS max_attempts,
+    -- The job's own limit (an operator's amend), else the definition's limit in force.
+    COALESCE(r.max_attempts, ep.max_attempts) AS max_attempts,
     r.executions,
     j.created_at,
     r.next_run_at,
@@ -621,6 +624,7 @@ FROM acta_jobs j
 JOIN acta_runtime r      ON r.job_id = j.id
 JOIN acta_namespaces n   ON n.id = j.namespace_id
 JOIN acta_definitions d  ON d.id = j.definition_id
+JOIN acta_effective_policy_view ep ON ep.definition_id = d.id
 JOIN acta_codes s        ON s.family = 'job_status' AND s.code = r.status
 LEFT JOIN acta_workers w ON w.id = r.lease_owner
 LEFT JOIN acta_lanes l   ON l.id = r.lane_id

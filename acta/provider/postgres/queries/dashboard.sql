@@ -125,7 +125,7 @@ LIMIT :limit;
 -- name: dash_jobs
 -- One page of jobs, newest first, keyset-paginated on the job id (never OFFSET).
 SELECT j.id AS job_id, j.job_ref, d.name AS job_name, r.status, r.attempts,
-       COALESCE(r.max_attempts, d.max_attempts) AS max_attempts, j.created_at, r.next_run_at,
+       COALESCE(r.max_attempts, ep.max_attempts) AS max_attempts, j.created_at, r.next_run_at,
        r.updated_at, j.correlation_key,
        (SELECT tn.tenant_key FROM {schema}.tenants tn WHERE tn.id = j.tenant_id) AS tenant,
        (SELECT string_agg(t.tag, chr(31) ORDER BY t.tag) FROM {schema}.job_tags t
@@ -133,6 +133,7 @@ SELECT j.id AS job_id, j.job_ref, d.name AS job_name, r.status, r.attempts,
 FROM {schema}.jobs j
 JOIN {schema}.runtime r ON r.job_id = j.id
 JOIN {schema}.definitions d ON d.id = j.definition_id
+JOIN {schema}.effective_policy_view ep ON ep.definition_id = d.id
 WHERE j.namespace_id = (SELECT n.id FROM {schema}.namespaces n WHERE n.name = :namespace)
   AND (:status::smallint IS NULL OR r.status = :status::smallint)
   AND (:job_name::text IS NULL OR d.name = :job_name::text)

@@ -22,18 +22,14 @@ FOR UPDATE OF r;
 SELECT j.id AS job_id, d.name
 FROM {schema}.runtime r
 JOIN {schema}.jobs j        ON j.id = r.job_id
--- The retention in force: an operator's override (a JSON null: kept forever), else the
--- declaration.
-JOIN (SELECT dd.id, dd.name,
-             (CASE WHEN o.policy ? 'retention_ms' THEN (o.policy ->> 'retention_ms')::bigint
-                   ELSE dd.retention_ms END) AS retention_ms
-      FROM {schema}.definitions dd
-      LEFT JOIN {schema}.policy_overrides o ON o.definition_id = dd.id) d
-    ON d.id = r.definition_id
+JOIN {schema}.definitions d ON d.id = r.definition_id
+-- The retention in force (effective_policy_view: an operator's override, where a JSON
+-- null means kept forever, else the declaration).
+JOIN {schema}.effective_policy_view ep ON ep.definition_id = d.id
 WHERE r.namespace_id = :namespace_id
   AND r.status >= 100
-  AND d.retention_ms IS NOT NULL
-  AND r.updated_at <= COALESCE(:now::timestamptz, now()) - d.retention_ms * interval '1 millisecond'
+  AND ep.retention_ms IS NOT NULL
+  AND r.updated_at <= COALESCE(:now::timestamptz, now()) - ep.retention_ms * interval '1 millisecond'
   AND d.name NOT LIKE 'sys.%'
   AND NOT EXISTS (SELECT 1 FROM {schema}.schedules s WHERE s.slot_id = j.id)
   AND NOT EXISTS (SELECT 1 FROM {schema}.jobs c

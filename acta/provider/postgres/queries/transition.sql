@@ -62,13 +62,14 @@ ON CONFLICT (job_id) DO UPDATE SET
 -- uncharged. Rows another transaction holds are skipped, for the next pass.
 SELECT r.job_id, j.job_ref, r.namespace_id, r.status, r.executions, r.attempts, r.lease_epoch,
        r.lease_owner,
-       -- The job's own limit, else an operator's override, else the declaration.
-       COALESCE(r.max_attempts, (o.policy ->> 'max_attempts')::integer, d.max_attempts) AS max_attempts,
-       COALESCE((o.policy ->> 'audit')::smallint, d.audit_level) AS audit_level, d.name
+       -- The job's own limit, else the definition's in force (effective_policy_view: an
+       -- operator's override, else the declaration); the audit level in force likewise.
+       COALESCE(r.max_attempts, ep.max_attempts) AS max_attempts,
+       ep.audit_code AS audit_level, d.name
 FROM {schema}.runtime r
 JOIN {schema}.jobs j        ON j.id = r.job_id
 JOIN {schema}.definitions d ON d.id = r.definition_id
-LEFT JOIN {schema}.policy_overrides o ON o.definition_id = d.id
+JOIN {schema}.effective_policy_view ep ON ep.definition_id = d.id
 WHERE r.namespace_id = :namespace_id
   AND r.status IN (20, 21)
   AND r.lease_expires_at < COALESCE(:now::timestamptz, now())

@@ -9,7 +9,7 @@
 WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
 SELECT j.id AS job_id, j.job_ref, n.name AS namespace, j.namespace_id, d.name,
        j.definition_id, r.status, r.priority, r.attempts,
-       COALESCE(r.max_attempts, json_extract(o.policy, '$.max_attempts'), d.max_attempts) AS max_attempts, r.executions,
+       COALESCE(r.max_attempts, ep.max_attempts) AS max_attempts, r.executions,
        r.next_run_at, j.created_at, r.updated_at, r.lease_epoch, r.lease_expires_at,
        r.control, r.ticket_at, r.open_children, r.lane_seq, j.concurrency_key,
        d.concurrency_limit, d.meter, j.deadline_at, j.deadline_strict,
@@ -27,7 +27,7 @@ FROM {schema}.jobs j
 JOIN {schema}.runtime r     ON r.job_id = j.id
 JOIN {schema}.namespaces n  ON n.id = j.namespace_id
 JOIN {schema}.definitions d ON d.id = j.definition_id
-LEFT JOIN {schema}.policy_overrides o ON o.definition_id = d.id
+JOIN {schema}.effective_policy_view ep ON ep.definition_id = d.id
 LEFT JOIN {schema}.workers w ON w.id = r.lease_owner
 LEFT JOIN {schema}.lanes l   ON l.id = r.lane_id
 LEFT JOIN {schema}.tenants tn ON tn.id = j.tenant_id

@@ -24,19 +24,15 @@ WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
 SELECT j.id AS job_id, d.name
 FROM {schema}.runtime r
 JOIN {schema}.jobs j        ON j.id = r.job_id
--- The retention in force: an operator's override (a JSON null: kept forever), else the
--- declaration.
-JOIN (SELECT dd.id, dd.name,
-             (CASE WHEN json_type(o.policy, '$.retention_ms') IS NULL THEN dd.retention_ms
-                   ELSE json_extract(o.policy, '$.retention_ms') END) AS retention_ms
-      FROM {schema}.definitions dd
-      LEFT JOIN {schema}.policy_overrides o ON o.definition_id = dd.id) d
-    ON d.id = r.definition_id
+JOIN {schema}.definitions d ON d.id = r.definition_id
+-- The retention in force (effective_policy_view: an operator's override, where a JSON
+-- null means kept forever, else the declaration).
+JOIN {schema}.effective_policy_view ep ON ep.definition_id = d.id
 WHERE r.namespace_id = :namespace_id
   AND r.status >= 100
-  AND d.retention_ms IS NOT NULL
+  AND ep.retention_ms IS NOT NULL
   AND r.updated_at <= strftime('%Y-%m-%d %H:%M:%f', (SELECT now FROM t),
-                               printf('%+.3f seconds', -d.retention_ms / 1000.0))
+                               printf('%+.3f seconds', -ep.retention_ms / 1000.0))
   AND d.name NOT LIKE 'sys.%'
   AND j.id < (SELECT max(x.id) FROM {schema}.jobs x)
   AND NOT EXISTS (SELECT 1 FROM {schema}.schedules s WHERE s.slot_id = j.id)
