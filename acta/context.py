@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from acta.backoff import Backoff
 from acta.errors import ValidationError
 from acta.ids import JobRef
+from acta.names import validate_key
 from acta.outcome import ChildOutcome, Firing, SignalResult
 
 
@@ -318,7 +319,7 @@ class JobContext:
         self, job: Any, inputs: Sequence[Any], *, group: str, **options: Any
     ) -> list[JobRef]:
         """Enqueue one child per input, named ``{group}-{index}``, in one transaction."""
-        names = [f"{group}-{index}" for index in range(len(inputs))]
+        names = child_names(group, inputs)
         return await self.ops.spawn(job, list(inputs), names, options)
 
     async def wait_children(
@@ -359,6 +360,24 @@ def step_options(
     if parsed is not None and not isinstance(parsed, Backoff):
         raise ValidationError("backoff", f"got {backoff!r}", "a Backoff or a backoff expression")
     return StepOptions(bool(at_most_once), attempts, parsed, returns)
+
+
+CHILD_NAME_MAX = 200
+"""The longest name a child may have (the durable port checks every child's name too)."""
+
+
+def child_names(group: object, inputs: object) -> list[str]:
+    """The names ``spawn_many`` gives its children, ``{group}-{index}``, checked at the call
+    site: ``group`` is a name of its own (room left for the longest ``-{index}``), and
+    ``inputs`` a sequence of inputs (a str is one input, not many), so a slip is refused by
+    its argument's name."""
+    if not isinstance(inputs, Sequence) or isinstance(inputs, (str, bytes, bytearray)):
+        raise ValidationError(
+            "inputs", f"got {type(inputs).__name__} {inputs!r:.60}", "a list or tuple of inputs"
+        )
+    suffix = len(f"-{max(len(inputs) - 1, 0)}")
+    validate_key(group, field="group", max_length=CHILD_NAME_MAX - suffix)  # type: ignore[arg-type]
+    return [f"{group}-{index}" for index in range(len(inputs))]
 
 
 def job_logger(name: str, ref: JobRef, execution: int) -> logging.LoggerAdapter[logging.Logger]:

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from acta.backoff import Backoff
-from acta.context import _MISSING, JobContext, step_options
+from acta.context import _MISSING, JobContext, child_names, step_options
 from acta.ids import JobRef
 from acta.outcome import ChildOutcome, SignalResult
 
@@ -117,7 +117,7 @@ class SyncJobContext(JobContext):
     def spawn_many(  # type: ignore[override]
         self, job: Any, inputs: Sequence[Any], *, group: str, **options: Any
     ) -> list[JobRef]:
-        names = [f"{group}-{index}" for index in range(len(inputs))]
+        names = child_names(group, inputs)
         return self._wait(self.ops.spawn(job, list(inputs), names, options))
 
     def wait_children(  # type: ignore[override]

@@ -20,6 +20,7 @@ from acta import (
     JobRef,
     JobStatus,
     SyncJobContext,
+    ValidationError,
 )
 from acta_testing import Host
 
@@ -341,6 +342,49 @@ def test_a_bad_child_name_fails_the_parent_and_spawns_nothing(
     [error] = view(ledger, parent, "last_error")
     assert "InvalidNameError: child name" in error
     assert latches(ledger, parent) == 0
+
+
+@pytest.mark.parametrize(
+    "group",
+    [7, b"lines", ["lines"], "", " lines", "x" * 200, None],
+    ids=["int", "bytes", "list", "empty", "padded", "too-long", "none"],
+)
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_a_bad_spawn_many_group_is_refused_by_name_and_spawns_nothing(
+    acta_app: Acta, acta_host: Host, ledger: Ledger, group: object, flavour: str
+) -> None:
+    refused: list[tuple[str, str, str]] = []
+
+    @acta_app.job("leaf")
+    def leaf(n: int) -> int:
+        return n
+
+    def record(exc: ValidationError) -> None:
+        refused.append((type(exc).__name__, exc.field, exc.rule))
+
+    if flavour == "sync":
+
+        @acta_app.job("fan-out", max_attempts=1)
+        def fan_out(n: int, ctx: SyncJobContext) -> None:
+            try:
+                ctx.spawn_many(leaf, [1, 2], group=group)  # type: ignore[arg-type]
+            except ValidationError as exc:
+                record(exc)
+
+    else:
+
+        @acta_app.job("fan-out", max_attempts=1)
+        async def fan_out_async(n: int, ctx: JobContext) -> None:
+            try:
+                await ctx.spawn_many(leaf, [1, 2], group=group)  # type: ignore[arg-type]
+            except ValidationError as exc:
+                record(exc)
+
+    acta_app.enqueue("fan-out", 1)
+    assert acta_host.tick() == "completed"
+    [(kind, field, rule)] = refused
+    assert field == "group" and "character" in rule, (kind, field, rule)
+    assert ledger.user_jobs() == 1  # no child written
 
 
 def test_an_earlier_wait_answers_the_same_children_on_re_entry(
