@@ -10,12 +10,14 @@ relay admits a row through enqueue's own validation.
 from __future__ import annotations
 
 import json
+from datetime import timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from acta import Acta, EventCode
+from acta.clock import ManualClock
 from acta.errors import ActaError, PayloadTooLargeError, UnknownJobError
 from acta_testing import Host
 from conformance.conftest import Ledger
@@ -65,6 +67,7 @@ UNREADABLE = {
     "run_at number": ("run_at", {"run_at": 12345}),
     "deadline_at": ("deadline_at", {"deadline_at": "31/12/2026"}),
     "staged_at": ("staged_at", {"staged_at": "yesterday"}),
+    "before year 1": ("run_at", {"run_at": "0001-01-01T00:00:00+14:00"}),
     "input_codec": ("input_codec", {"input_codec": "json"}),
 }
 
@@ -90,6 +93,18 @@ def test_an_unreadable_field_quarantines_its_row_alone(
     assert ledger.user_jobs() == 3
     if column == "staged_at":
         assert entry.staged_at is None  # no instant to show; the raw text stays in the table
+
+
+def test_an_instant_written_with_an_offset_keeps_it(
+    acta_app: Acta, acta_host: Host, shop: Shop, acta_clock: ManualClock
+) -> None:
+    # Two hours ahead of UTC: the instant is the test clock's own, so the job is due now.
+    local = acta_clock.now().astimezone(timezone(timedelta(hours=2)))
+    shop.stage_raw(job_name="post", input=b'"due"', run_at=local.isoformat())
+    assert acta_host.tick() == "completed"  # the relay, then the delivered job, due at once
+    assert ran == ["due"] and shop.quarantined() == {}
+    [job] = acta_app.jobs(name="post")
+    assert job.next_run_at == acta_clock.now()
 
 
 # -- rows enqueue would refuse ------------------------------------------------------------

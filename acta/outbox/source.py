@@ -182,10 +182,10 @@ def read_instant(value: object) -> object:
         return value
     try:
         found = datetime.fromisoformat(value)
-    except ValueError:
+        # acta writes naive UTC text; an offset someone else wrote is honoured, not dropped.
+        return found.replace(tzinfo=UTC) if found.tzinfo is None else found.astimezone(UTC)
+    except (ValueError, OverflowError):  # no timestamp, or one before year 1 in UTC
         return value
-    # acta writes naive UTC text; an offset someone else wrote is honoured, not dropped.
-    return found.replace(tzinfo=UTC) if found.tzinfo is None else found.astimezone(UTC)
 
 
 def _lenient_instants(conn: Any) -> None:
