@@ -57,7 +57,7 @@ def test_reschedule_and_amend(acta_app: Acta, acta_host: Host, acta_provider: In
 
 
 def test_pause_and_resume_a_definition_and_the_namespace(
-    acta_app: Acta, acta_provider: InDoubt
+    acta_app: Acta, acta_host: Host, acta_provider: InDoubt
 ) -> None:
     acta_app.define("report")
     acta_app.enqueue("report")
@@ -89,7 +89,7 @@ def test_resume_a_paused_job(acta_app: Acta, acta_host: Host, acta_provider: InD
     assert _count(acta_app, ref, EventCode.RESUMED) == 1
 
 
-def test_cancel(acta_app: Acta, acta_provider: InDoubt) -> None:
+def test_cancel(acta_app: Acta, acta_host: Host, acta_provider: InDoubt) -> None:
     acta_app.define("report")
     ref = acta_app.enqueue("report")
     acta_provider.lose_commit("transition")
