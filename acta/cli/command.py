@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import json
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from acta.app import Acta
+from acta.codec import MAX_DEPTH
 from acta.duration import parse_duration
 from acta.errors import ValidationError
 
@@ -64,6 +67,24 @@ def grace(text: str) -> timedelta:
         return parse_duration(text, field="duration", allow_zero=True)
     except ValidationError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def json_argument(text: str, option: str, *, strict: bool = False, hint: str = "") -> Any:
+    """A JSON value given on the command line, or a UsageError naming ``option``: text that is
+    not JSON, nesting deeper than the parser can follow (a RecursionError, never a traceback),
+    and with ``strict`` the NaN and Infinity constants that strict JSON has not."""
+
+    def refuse_constant(constant: str) -> Any:
+        raise ValueError(f"{constant} is not JSON")
+
+    try:
+        return json.loads(text, parse_constant=refuse_constant if strict else None)
+    except ValueError as exc:
+        raise UsageError(f"{option}: not JSON ({exc}){hint}") from None
+    except RecursionError:
+        raise UsageError(
+            f"{option}: nested too deeply to read (acta stores at most {MAX_DEPTH} levels)"
+        ) from None
 
 
 def cli_actor(given: str | None) -> str:

@@ -13,7 +13,6 @@ sent): a script can tell a lost signal from a delivered one by the exit code alo
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 from acta import instant
 from acta.app import Acta
 from acta.cli import render
-from acta.cli.command import EXIT_FAILURE, EXIT_OK, HANDLER, UsageError
+from acta.cli.command import EXIT_FAILURE, EXIT_OK, HANDLER, json_argument
 from acta.cli.ledger import add_ledger_options, open_reader, resolve_ledger
 from acta.codec import JSON
 from acta.ids import JobRef
@@ -120,16 +119,8 @@ def parse_payload(text: str | None) -> Any:
     """``--payload`` as a value the ledger stores: strict JSON (no NaN or Infinity)."""
     if text is None:
         return None
-
-    def refuse_constant(constant: str) -> Any:
-        raise ValueError(f"{constant} is not JSON")
-
-    try:
-        value = json.loads(text, parse_constant=refuse_constant)
-    except ValueError as exc:
-        raise UsageError(
-            f"--payload: not JSON ({exc}); a string needs its quotes: --payload '\"yes\"'"
-        ) from None
+    hint = "; a string needs its quotes: --payload '\"yes\"'"
+    value = json_argument(text, "--payload", strict=True, hint=hint)
     JSON.encode(value, "payload")  # PayloadError (exit 2): a lone surrogate, a NUL, too deep
     return value
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from acta.app import Acta
 from acta.cli import render
-from acta.cli.command import EXIT_OK, HANDLER, CliError, UsageError
+from acta.cli.command import EXIT_OK, HANDLER, CliError, json_argument
 from acta.cli.ledger import add_ledger_options, open_reader, resolve_ledger
 from acta.errors import ConflictError, UnknownJobError
 from acta.ledger.control import check_actor, check_reason
@@ -142,10 +142,7 @@ def change_command(args: argparse.Namespace, host_app: Acta | None) -> int:
 
 
 def _json(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"JSON: not JSON ({exc}); a string needs its quotes: '\"text\"'") from None
+    return json_argument(text, "JSON", hint="; a string needs its quotes: '\"text\"'")
 
 
 def data(setting: Setting) -> dict[str, Any]:

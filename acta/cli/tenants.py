@@ -17,7 +17,7 @@ from typing import Any
 
 from acta.app import Acta
 from acta.cli import render
-from acta.cli.command import EXIT_OK, HANDLER, UsageError
+from acta.cli.command import EXIT_OK, HANDLER, UsageError, json_argument
 from acta.cli.ledger import add_ledger_options, open_reader, resolve_ledger
 from acta.labels import check_version, metadata_json, tags_json
 from acta.ledger.control import check_reason
@@ -118,10 +118,7 @@ def _keep_parent(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 def _metadata(text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"--metadata: not JSON ({exc})") from None
+    value = json_argument(text, "--metadata")
     if not isinstance(value, dict):
         raise UsageError('--metadata: a JSON object is needed, such as \'{"team": "payments"}\'')
     metadata_json(value)  # the size and shape rule, before the ledger is opened

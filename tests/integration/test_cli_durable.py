@@ -220,8 +220,20 @@ def test_signal_outcomes_and_their_exit_codes(
         (["{ref}", "go", "--payload", "yes"], "error: --payload: not JSON"),
         (["{ref}", "go", "--payload", "NaN"], "error: --payload: not JSON"),
         (["{ref}", "go", "--payload", '"\\ud800"'], "error: payload:"),
+        # Deeper than Python's JSON parser recurses: a clean usage error, not a traceback.
+        (["{ref}", "go", "--payload", "[" * 5000 + "]" * 5000], "error: --payload:"),
+        (["{ref}", "go", "--payload", '{"a":' * 5000 + "1" + "}" * 5000], "error: --payload:"),
     ],
-    ids=["bad-ref", "padded-name", "long-name", "not-json", "nan", "lone-surrogate"],
+    ids=[
+        "bad-ref",
+        "padded-name",
+        "long-name",
+        "not-json",
+        "nan",
+        "lone-surrogate",
+        "5000-deep-array",
+        "5000-deep-object",
+    ],
 )
 def test_bad_signal_input_is_usage_and_stores_nothing(
     parked: Parked, capsys: pytest.CaptureFixture[str], argv: list[str], complaint: str

@@ -115,6 +115,10 @@ def test_bad_usage_exits_2_and_writes_nothing(
         ledger, capsys, "settings", "set", "x", "{not json", "--expect-version", "0"
     )
     assert code == 2 and "not JSON" in err
+    deep = "[" * 5000 + "]" * 5000
+    code, out, err = _run(ledger, capsys, "settings", "set", "x", deep, "--expect-version", "0")
+    assert (code, out) == (2, "") and err.startswith("error: "), err
+    assert "Traceback" not in err
     code, _, err = _run(ledger, capsys, "settings", "set", "Bad Name", "1", "--expect-version", "0")
     assert code == 2 and "name" in err
     code, _, err = _run(

@@ -99,6 +99,7 @@ def test_a_stale_version_exits_1_and_changes_nothing(
         ("tenants", "register", "bad\x01key"),
         ("tenants", "register", "acme", "--metadata", "[1, 2]"),
         ("tenants", "register", "acme", "--metadata", "{not json"),
+        ("tenants", "register", "acme", "--metadata", '{"a":' * 5000 + "1" + "}" * 5000),
         ("tenants", "update", "acme", "--expect-version", "1"),
         ("tenants", "update", "acme", "--tag", "x", "--expect-version", "0"),
         ("namespaces", "update", "Bad Name", "--tag", "x", "--expect-version", "1"),
