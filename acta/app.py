@@ -10,6 +10,8 @@ made of, so the runtime never sees the application.
 from __future__ import annotations
 
 import contextlib
+import itertools
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -52,6 +54,33 @@ if TYPE_CHECKING:
     from acta.telemetry.observer import Telemetry
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+_serials = itertools.count(1)
+
+
+def _plugin_isolation() -> Callable[[Acta], None] | None:
+    """The isolation hook of a pytest session that loaded acta's plugin before acta (the
+    plugin avoids importing acta; it installs its hook itself when acta came first)."""
+    plugin = sys.modules.get("acta_testing.isolation")
+    return None if plugin is None else plugin.current()
+
+
+_isolation: Callable[[Acta], None] | None = _plugin_isolation()
+
+
+def isolate(hook: Callable[[Acta], None] | None) -> Callable[[Acta], None] | None:
+    """Install ``hook`` (None removes it) and return the one it replaces. acta's pytest plugin
+    installs one: an application about to use the database it was configured with, not bound
+    elsewhere (``bound``), is passed to it first, and it binds the application to the test's
+    ledger or raises. Outside tests there is none, and nothing is checked."""
+    global _isolation
+    previous, _isolation = _isolation, hook
+    return previous
+
+
+def next_serial() -> int:
+    """A number above every application's ``serial`` so far and below any made later."""
+    return next(_serials)
 
 
 class Acta(Reader):
@@ -98,6 +127,10 @@ class Acta(Reader):
         self._lock = threading.Lock()
         self.bell = ProcessBell()
         self._ledger = Ledger(self._open, clock or SystemClock())
+        self._home = self._ledger
+        self.serial = next(_serials)
+        """The order this application was made in (the test plugin tells apart those a test
+        made itself from those it imported)."""
         self._ledger.telemetry = watch = resolve_telemetry(telemetry)
         if watch is not None and watch.backlog:
             watch.watch_backlog(self.namespace, self._read_backlog)
@@ -116,7 +149,7 @@ class Acta(Reader):
     @property
     def ledger(self) -> Ledger:
         """The ledger this application reads and writes (opened on first use)."""
-        return self._ledger
+        return self._current_ledger()
 
     @property
     def ops(self) -> Operations:
@@ -126,6 +159,8 @@ class Acta(Reader):
         return Operations(self._current_ledger, self.namespace, self.registry)
 
     def _current_ledger(self) -> Ledger:
+        if _isolation is not None and self._ledger is self._home:
+            _isolation(self)  # under the test plugin: never the configured database
         return self._ledger
 
     def _read_backlog(self) -> dict[str, int]:
@@ -169,7 +204,7 @@ class Acta(Reader):
     @property
     def provider(self) -> Provider:
         """The ledger backend, opened (and schema-checked or migrated) on first use."""
-        return self._ledger.provider
+        return self._current_ledger().provider
 
     def _open(self) -> Provider:
         with self._lock:
@@ -212,6 +247,8 @@ class Acta(Reader):
 
     def migrate(self) -> list[str]:
         """Apply pending schema migrations; returns what was applied."""
+        if self._current_ledger() is not self._home:
+            return self._ledger.provider.migrate()  # bound elsewhere (a test's ledger)
         with self._lock:
             applied = self._own_provider().migrate()
             self._schema_checked = True
@@ -398,7 +435,7 @@ class Acta(Reader):
         Alert routes are checked here, as ``app.alerting.validation`` says."""
         self.alerting.validate()
         return Deployment(
-            self._ledger,
+            self._current_ledger(),
             self.registry,
             self.namespace,
             self.bell,

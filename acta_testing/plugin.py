@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from acta_testing.isolation import HOSTS, Isolation
+
 if TYPE_CHECKING:
     from acta.app import Acta
     from acta.clock import ManualClock
@@ -30,7 +32,8 @@ if TYPE_CHECKING:
     from acta_testing.schemas import PostgresSchemas
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
-_HOSTS = pytest.StashKey[list[Any]]()
+_FAILED = pytest.StashKey[bool]()
+KEPT = "acta-kept-ledger"  # the user property a kept ledger is reported by (xdist carries it)
 _LEDGERS = pytest.StashKey[dict[str, Any]]()
 # Providers announced but not in this build: their specs skip with SQLSERVER_MISSING. A name
 # here stops counting as missing the moment its package is in the registry (_missing), so a
@@ -41,6 +44,7 @@ CONFORMANCE = "acta_conformance"
 SQLSERVER_MISSING = "the SQL Server provider is not implemented yet"
 POSTGRES_MISSING = "PostgreSQL is not available: "
 UNAVAILABLE = " is not available: "  # "<title> is not available: <why>", as POSTGRES_MISSING
+ISOLATION = "acta-isolation"
 
 
 def _providers() -> tuple[str, ...]:
@@ -82,6 +86,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="server DSN for acta fixtures (default: $ACTA_TEST_DSN)",
     )
+    group.addoption(
+        "--acta-keep",
+        action="store_true",
+        default=False,
+        help="keep the ledger of each failed test (not emptied, not dropped) and say where it is",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -91,6 +101,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "a skip on PostgreSQL fails under CI=true)",
     )
     config.pluginmanager.register(_Tally(config), "acta-tally")
+    config.pluginmanager.register(Isolation(), ISOLATION)
 
 
 def postgres_dsn(option: str | None = None) -> str:
@@ -203,24 +214,36 @@ def _acta_ledgers(request: pytest.FixtureRequest) -> TestLedgers:
 
 
 @pytest.fixture
-def acta_provider(_acta_ledgers: TestLedgers, tmp_path: Any) -> Iterator[Provider]:
+def acta_provider(
+    request: pytest.FixtureRequest, _acta_ledgers: TestLedgers, tmp_path: Any
+) -> Iterator[Provider]:
     """A fresh, migrated ledger for this test only, on the provider chosen with
     ``--acta-provider`` / ``$ACTA_TEST_PROVIDER`` (sqlite by default) and, for servers,
-    ``--acta-dsn`` / ``$ACTA_TEST_DSN``."""
+    ``--acta-dsn`` / ``$ACTA_TEST_DSN``. With ``--acta-keep`` a failed test's ledger is kept
+    and the end of the run says where."""
     with _acta_ledgers.ledger(tmp_path) as provider:
         yield provider
+        if request.config.getoption("acta_keep") and request.node.stash.get(_FAILED, False):
+            keep = getattr(_acta_ledgers, "keep", None)
+            where = keep(provider) if keep else "this provider cannot keep a ledger"
+            request.node.user_properties.append((KEPT, where))
 
 
 @pytest.fixture
-def acta_app() -> Acta:
+def acta_app(request: pytest.FixtureRequest) -> Acta:
     """The application under test. Override this fixture to return your own ``Acta``."""
     from acta.app import Acta
 
-    return Acta()
+    app = Acta()
+    # Never its default database: bound to the test's ledger like an imported application.
+    isolation = request.config.pluginmanager.get_plugin(ISOLATION)
+    if isolation is not None:
+        isolation.adopt(app)
+    return app
 
 
 def _remember(request: pytest.FixtureRequest, host: Any) -> None:
-    request.node.stash.setdefault(_HOSTS, []).append(host)
+    request.node.stash.setdefault(HOSTS, []).append(host)
 
 
 @pytest.fixture
@@ -265,7 +288,9 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    hosts = item.stash.get(_HOSTS, [])
+    if report.failed:
+        item.stash[_FAILED] = True
+    hosts = item.stash.get(HOSTS, [])
     if report.failed and hosts and call.when == "call":
         from acta_testing.report import ledger_section
 
@@ -309,8 +334,12 @@ class _Tally:
         self.config = config
         self.specs: dict[str, str] = {}
         self.not_run: dict[str, str] = {}
+        self.kept: dict[str, str] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for name, value in report.user_properties:
+            if name == KEPT:
+                self.kept[report.nodeid] = str(value)
         if report.skipped and not hasattr(report, "wasxfail"):
             reason = _skip_reason(report)
             title, found, why = reason.partition(UNAVAILABLE)
@@ -346,3 +375,5 @@ class _Tally:
             terminalreporter.write_line(line, red=failed, yellow=warn, bold=True)
         for title, why in self.not_run.items():
             terminalreporter.write_line(f"acta: {title} was not run: {why}", yellow=True, bold=True)
+        for nodeid, where in self.kept.items():
+            terminalreporter.write_line(f"acta: kept the ledger of {nodeid}: {where}", bold=True)

@@ -120,6 +120,12 @@ class TestLedgers(Protocol):
 
     def operator(self, location: LedgerLocation) -> Operator: ...
 
+    def keep(self, provider: Provider) -> str:
+        """Keep the ledger of ``provider`` (one ``ledger`` made) after its block: never emptied,
+        handed on or dropped, for a failed test's author to read (``--acta-keep``). Returns
+        where it is, without a password. Optional: the plugin says when a provider lacks it."""
+        ...
+
     def fresh_database(self, folder: Path) -> FreshDatabase: ...
 
     def finish(self) -> list[str]:

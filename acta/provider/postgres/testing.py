@@ -88,6 +88,7 @@ class PostgresSchemas:
         self._free: list[str] = []
         self._shapes: dict[str, str] = {}
         self._emptying: dict[str, Any] = {}  # schema -> its DELETE statements, made once
+        self._kept: set[str] = set()  # schemas --acta-keep keeps: never reused or dropped
         self._operator: psycopg.Connection[Any] | None = None
         self._serial = 0
         self._baseline = self._outside()
@@ -150,7 +151,8 @@ class PostgresSchemas:
             yield provider
         finally:
             provider.close()
-            self.give_back(name)
+            if name not in self._kept:
+                self.give_back(name)
 
     def drop(self, name: str) -> None:
         """Drop a schema a test made itself (use the ``acta_t_`` prefix for such schemas)."""
@@ -221,6 +223,11 @@ class PostgresSchemas:
         with self.provider(max_connections=4) as provider:
             yield provider
 
+    def keep(self, provider: Provider) -> str:
+        with self._lock:
+            self._kept.add(provider.schema)
+        return f"{provider.where}, kept: drop it with DROP SCHEMA {provider.schema} CASCADE"
+
     def operator(self, location: LedgerLocation) -> PostgresOperator:
         return PostgresOperator(location, self._operator_connection)
 
@@ -247,6 +254,8 @@ class PostgresSchemas:
         """Drop every schema this process made; return what leaked outside them."""
         problems: list[str] = []
         for name in self._made:
+            if name in self._kept:
+                continue
             try:
                 self.drop(name)
             except Exception as exc:

@@ -135,6 +135,10 @@ class SqliteLedgers:
     def operator(self, location: LedgerLocation) -> SqliteOperator:
         return SqliteOperator(location)
 
+    def keep(self, provider: Provider) -> str:
+        # The copy lives in the test's temporary folder, which pytest keeps after the run.
+        return provider.where
+
     def fresh_database(self, folder: Path) -> SqliteFresh:
         fresh = folder / "fresh"
         fresh.mkdir()
