@@ -136,7 +136,7 @@ def conformance(session: nox.Session, provider: str) -> None:
 def conformance_matrix(session: nox.Session) -> None:
     """The conformance specs on SQLite on each Python of MATRIX (`tests` runs everything on
     PYTHON). pytest's closing line gives each version's counts."""
-    session.install("-e", ".[test]")
+    session.install("-e", ".[test,postgres,sqlalchemy,dashboard]")  # no browser: no browser test
     session.run("python", "--version")
     session.run("pytest", "conformance", "--acta-provider=sqlite", *XDIST, *session.posargs)
 
