@@ -11,6 +11,7 @@ import its driver at import time, so ``import acta`` never imports psycopg.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -29,6 +30,11 @@ if TYPE_CHECKING:
 PROVIDER_MODULES = ("acta.provider.sqlite", "acta.provider.postgres")
 
 Opener = Callable[[str, str, Mapping[str, Any]], "Provider"]
+
+
+def dotted(schema: str) -> str:
+    """The plain ``schema.`` qualifier (for a schema name acta validated: no quoting needed)."""
+    return f"{schema}."
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +63,17 @@ class ProviderEntry:
     """The pip extra that brings the driver, if it is not in the standard library."""
     fallback: bool = False
     """Takes the targets no other provider accepts (plain file paths)."""
+    paramstyle: str = "named"
+    """How the driver writes parameters: what ``:name`` placeholders of acta's SQL become
+    (acta.provider.statements.convert_params: "named" for sqlite3, "pyformat" for psycopg)."""
+    qualifier: Callable[[str], str] = dotted
+    """What the ``{schema}.`` token of acta's SQL stands for in a ledger of that schema name
+    (``acta_`` on SQLite, ``"acta".`` on PostgreSQL); it must not import the driver."""
+    test_dsn: str | None = None
+    """A server provider's test database, used when neither ``--acta-dsn`` nor the environment
+    variable ``dsn_env`` names one; None for a provider that needs no server."""
+    test_dsn_env: str | None = None
+    """The environment variable naming the test database (default ``ACTA_TEST_<NAME>_DSN``)."""
 
     def matches(self, target: str) -> bool:
         return self.accepts(target)
@@ -73,6 +90,20 @@ class ProviderEntry:
                 f"{self.title} support needs the {self.extra} extra: "
                 f"{install_hint(self.extra)} ({exc})"
             ) from exc
+
+    @property
+    def server(self) -> bool:
+        """The provider needs a database server (its tests need a reachable ``test_dsn``)."""
+        return self.test_dsn is not None
+
+    @property
+    def dsn_env(self) -> str:
+        return self.test_dsn_env or f"ACTA_TEST_{self.name.upper()}_DSN"
+
+    def test_target(self, given: str | None = None) -> str:
+        """The database the tests use: ``given`` (``--acta-dsn``), else ``$<dsn_env>``, else
+        ``test_dsn``; "" for a provider without a server."""
+        return given or os.environ.get(self.dsn_env) or self.test_dsn or ""
 
     def support(self) -> TestSupport:
         """The test support of this provider (fresh ledgers, operator connections)."""

@@ -71,8 +71,46 @@ def test_each_entry_matches_its_provider_class() -> None:
         try:
             assert provider.dialect == entry.name
             assert provider.capabilities == entry.capabilities
+            location = entry.support().location(provider)
+            assert entry.qualifier(provider.schema) == location.qualifier
+            assert entry.paramstyle == location.paramstyle
         finally:
             provider.close()
+
+
+def test_each_entry_says_what_its_tests_need() -> None:
+    """A server provider names its test database (and the variable that overrides it); the
+    entry's word and its test support's agree; the paramstyle is one acta can write."""
+    for entry in registry.entries():
+        assert entry.server == entry.support().server
+        assert entry.paramstyle in ("named", "pyformat")
+        assert entry.dsn_env.startswith("ACTA_TEST_") and entry.dsn_env.endswith("DSN")
+        if entry.server:
+            assert registry.for_target(entry.test_dsn or "") is entry
+
+
+def test_the_test_database_is_the_option_then_the_variable_then_the_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    entry = registry.ProviderEntry(
+        name="example",
+        title="Example",
+        package="acta.provider.sqlite",
+        capabilities=registry.Capabilities(),
+        accepts=lambda target: target.startswith("example://"),
+        opener=lambda target, schema, options: None,  # type: ignore[arg-type,return-value]
+        example="an example:// URL",
+        placeholder="example://x",
+        testing="acta.provider.sqlite.testing",
+        test_dsn="example://localhost/test",
+    )
+    assert entry.server and entry.dsn_env == "ACTA_TEST_EXAMPLE_DSN"
+    monkeypatch.delenv("ACTA_TEST_EXAMPLE_DSN", raising=False)
+    assert entry.test_target() == "example://localhost/test"
+    monkeypatch.setenv("ACTA_TEST_EXAMPLE_DSN", "example://elsewhere/t")
+    assert entry.test_target() == "example://elsewhere/t"
+    assert entry.test_target("example://given/t") == "example://given/t"
+    assert entry.qualifier("billing") == "billing."
 
 
 def test_listing_the_providers_does_not_import_psycopg() -> None:

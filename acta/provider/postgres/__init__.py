@@ -26,6 +26,12 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _qualifier(schema: str) -> str:
+    from acta.provider.postgres.catalog import qualifier  # imports psycopg: only when asked
+
+    return qualifier(schema)
+
+
 def _accepts(target: str) -> bool:
     # A URL, or a libpq keyword/value string ("host=db dbname=jobs").
     return target.startswith(SCHEMES) or target.startswith(("host=", "dbname="))
@@ -50,4 +56,8 @@ ENTRY = ProviderEntry(
     placeholder="postgresql://localhost/acta",
     testing="acta.provider.postgres.testing",
     extra="postgres",
+    paramstyle="pyformat",
+    qualifier=_qualifier,
+    test_dsn="postgresql://postgres@127.0.0.1:5432/test",
+    test_dsn_env="ACTA_TEST_DSN",
 )

@@ -28,6 +28,11 @@ def sqlite_path(database: str) -> str | None:
     return database
 
 
+def prefix(schema: str) -> str:
+    """``acta_``: one SQLite file has no schemas, so a ledger's tables carry its name."""
+    return f"{schema}_"
+
+
 def _accepts(target: str) -> bool:
     return target.startswith("sqlite:") or "://" not in target
 
@@ -50,4 +55,6 @@ ENTRY = ProviderEntry(
     placeholder="acta-schema-review.sqlite3",
     testing="acta.provider.sqlite.testing",
     fallback=True,
+    paramstyle="named",
+    qualifier=prefix,
 )
