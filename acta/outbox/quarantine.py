@@ -32,7 +32,7 @@ from acta.ledger.events import event_params
 from acta.ledger.facade import Ledger
 from acta.model.codes import EventCode
 from acta.names import validate_text
-from acta.outbox.source import OutboxSource, SourceConnection
+from acta.outbox.source import OutboxSource, SourceConnection, shown
 from acta.provider.verb import Verb, execute, fetch_one
 
 OUTBOX_SLOT = "sys.outbox"
@@ -76,26 +76,35 @@ class QuarantinedRow:
 
     @classmethod
     def of(cls, row: dict[str, Any]) -> QuarantinedRow:
+        """An entry as read. The row's columns hold what another program may have written
+        (SQLite keeps any value in any column): each comes back as the type named here, a
+        value of another type as its repr, an instant that is none as None."""
+        staged_at = row["staged_at"]
+        stored = row["input"]
         return cls(
             entry=row["id"],
             row=row["outbox_id"],
-            namespace=row["namespace"],
-            job_name=row["job_name"],
+            namespace=shown(row["namespace"]),
+            job_name=shown(row["job_name"]),
             reason=row["reason"],
             message=row["message"],
             quarantined_at=row["quarantined_at"],
             quarantined_by=row["quarantined_by"],
             attempts=row["attempts"],
-            lane=row["lane"],
-            dedup_key=row["dedup_key"],
-            staged_at=row["staged_at"] if isinstance(row["staged_at"], datetime) else None,
+            lane=_text_or_none(row["lane"]),
+            dedup_key=_text_or_none(row["dedup_key"]),
+            staged_at=staged_at if isinstance(staged_at, datetime) else None,
             input_codec=row["input_codec"],
-            input=row["input"],
+            input=stored.encode() if isinstance(stored, str) else stored,
             decided_at=row["decided_at"],
             decision=row["decision"],
             actor=row["actor"],
             decision_reason=row["decision_reason"],
         )
+
+
+def _text_or_none(value: object) -> str | None:
+    return None if value is None else shown(value)
 
 
 class Quarantine:

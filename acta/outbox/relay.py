@@ -38,7 +38,7 @@ from acta.ledger.events import event_params
 from acta.model.codes import EventCode, JobStatus, audited
 from acta.model.rows import DefinitionSpec, Enqueued, NewJob
 from acta.names import validate_namespace
-from acta.outbox.source import SourceConnection
+from acta.outbox.source import SourceConnection, shown
 from acta.producer import build_request, new_job
 from acta.provider.verb import Verb, execute_many, fetch_all, fetch_one
 from acta.registry import Registry
@@ -355,11 +355,10 @@ def delivered_event(
 def quarantined_event(
     now: datetime | None, d: Delivery, row: OutboxRow, refusal: Refusal
 ) -> dict[str, object]:
-    job = row.job_name if isinstance(row.job_name, str) else repr(row.job_name)
     detail = {
         "source": d.source,
         "row": row.id,
-        "job": job,
+        "job": shown(row.job_name),
         "reason": refusal.reason,
         "error": refusal.error,
     }

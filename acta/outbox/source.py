@@ -188,6 +188,12 @@ def read_instant(value: object) -> object:
         return value
 
 
+def shown(value: object) -> str:
+    """A stored value as text: a str as it is, anything else another program stored in a text
+    column (SQLite keeps a blob or a number there) as its repr."""
+    return value if isinstance(value, str) else repr(value)
+
+
 def _lenient_instants(conn: Any) -> None:
     """Make ``conn`` read a timestamptz Python cannot hold (``infinity``, years past 9999) as
     its text instead of failing the whole result (psycopg raises DataError on such a value)."""

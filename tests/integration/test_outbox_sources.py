@@ -241,3 +241,27 @@ def test_cli_refuses_unknown_rows_and_missing_sources(
     assert "does not exist" in capsys.readouterr().err
     assert main(["outbox", "quarantine", "list"]) == 2
     assert "--source" in capsys.readouterr().err
+
+
+def test_cli_lists_entries_whatever_their_columns_hold(
+    cli_shop: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Another program wrote a blob job name, a text input and a staged_at that is no timestamp.
+    with closing(sqlite3.connect(cli_shop)) as conn:
+        conn.execute(
+            "INSERT INTO acta_outbox_quarantine (outbox_id, namespace, job_name, input_codec, "
+            "input, priority, tags, deadline_strict, staged_at, attempts, reason, message, "
+            "quarantined_at, quarantined_by) VALUES (2, 'default', X'6A6F62', 1, '7', 'high', "
+            "'[]', 1, 'yesterday', 0, 'undecodable', 'staged_at: ...', "
+            "'2026-01-01 00:00:02.000', 'w-1')"
+        )
+        conn.commit()
+    capsys.readouterr()
+    assert main(["outbox", "quarantine", "list", "--source", str(cli_shop), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [(e["row"], e["job"], e["staged_at"]) for e in listed] == [
+        (1, "ghost", "2026-01-01T00:00:00.000Z"),
+        (2, "b'job'", None),
+    ]
+    assert main(["outbox", "quarantine", "show", "2", "--source", str(cli_shop), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["input"] == 7
