@@ -118,7 +118,7 @@ def list_command(args: argparse.Namespace, host_app: Acta | None) -> int:
         infos = reader.alerts.list(include_resolved=getattr(args, "all", False), limit=limit)
         namespace = reader.namespace
     if getattr(args, "json", False):
-        print(render.dump({"namespace": namespace, "alerts": [data(i) for i in infos]}))
+        print(render.dump([data(i) for i in infos]))  # a listing: an array of objects
         return EXIT_OK
     if not infos:
         print(f"no open alerts in namespace {namespace!r}")

@@ -142,7 +142,7 @@ def list_command(args: argparse.Namespace, host_app: Acta | None) -> int:
         infos = reader.schedules.list(job)
         namespace = reader.namespace
     if getattr(args, "json", False):
-        print(render.dump({"namespace": namespace, "schedules": [data(i) for i in infos]}))
+        print(render.dump([data(i) for i in infos]))  # a listing: an array of objects
         return EXIT_OK
     if not infos:
         print(f"no schedules in namespace {namespace!r}")
@@ -248,7 +248,7 @@ def _apply(
     with open_reader(ledger, args.namespace) as reader:
         infos = _found(lambda: change(reader.schedules))
     if args.json:
-        print(render.dump({"schedules": [data(i) for i in infos]}))
+        print(render.dump([data(i) for i in infos]))
     else:
         for i in infos:
             print(

@@ -83,7 +83,7 @@ def list_command(args: argparse.Namespace, host_app: Acta | None) -> int:
         found = reader.settings.list(name)
         namespace = reader.namespace
     if getattr(args, "json", False):
-        print(render.dump({"namespace": namespace, "settings": [data(s) for s in found]}))
+        print(render.dump([data(s) for s in found]))  # a listing: an array of objects
         return EXIT_OK
     if not found:
         print(f"no settings seen from namespace {namespace!r}")

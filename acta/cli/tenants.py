@@ -161,7 +161,7 @@ def list_command(args: argparse.Namespace, host_app: Acta | None) -> int:
     with open_reader(resolve_ledger(args, host_app)) as app:
         found = app.tenants.list(suspended=only)
     if getattr(args, "json", False):
-        print(render.dump({"tenants": [tenant_data(t) for t in found]}))
+        print(render.dump([tenant_data(t) for t in found]))  # a listing: an array
         return EXIT_OK
     if not found:
         print("no tenants registered" if only is None else "no tenant is suspended")
@@ -244,7 +244,7 @@ def namespaces_command(args: argparse.Namespace, host_app: Acta | None) -> int:
     with open_reader(resolve_ledger(args, host_app)) as app:
         found = app.namespaces.list()
     if args.json:
-        print(render.dump({"namespaces": [namespace_data(n) for n in found]}))
+        print(render.dump([namespace_data(n) for n in found]))
         return EXIT_OK
     rows = [
         [

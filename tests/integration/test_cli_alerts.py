@@ -44,6 +44,14 @@ def ledger(acta_app: Acta, acta_host: Host, acta_provider: SqliteProvider) -> Pa
     return acta_provider.path
 
 
+# The keys the CLI guide documents for `acta alerts --json`.
+ALERT_KEYS = set(
+    "alert_id kind severity title detail job_name job_ref reason_class occurrences opened_at "
+    "first_seen_at last_seen_at acknowledged_at acknowledged_by resolved_at resolved_by "
+    "next_reminder_at last_notified_at".split()
+)
+
+
 def _run(path: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     capsys.readouterr()
     code = main([*argv, "--database", str(path)])
@@ -68,11 +76,13 @@ def test_list_shows_the_incident_once_with_its_count(
     assert "import-feed failed: attempts-exhausted" in incident and " 3 " in incident
     code, out, _ = _run(ledger, capsys, "alerts", "list", "--json")
     data = json.loads(out)
-    assert sorted((a["kind"], a["occurrences"]) for a in data["alerts"]) == [
+    # As the CLI guide documents: a listing is a JSON array, one object per alert.
+    assert isinstance(data, list) and all(set(a) == ALERT_KEYS for a in data)
+    assert sorted((a["kind"], a["occurrences"]) for a in data) == [
         ("failure", 3),
         ("manual", 1),
     ]
-    assert all(a["resolved_at"] is None for a in data["alerts"])
+    assert all(a["resolved_at"] is None for a in data)
 
 
 def test_ack_then_resolve_are_recorded_with_the_actor(
@@ -99,9 +109,9 @@ def test_ack_then_resolve_are_recorded_with_the_actor(
     ]
     # Open alerts no longer include it; --all does.
     code, out, _ = _run(ledger, capsys, "alerts", "--json")
-    assert [a["kind"] for a in json.loads(out)["alerts"]] == ["manual"]
+    assert [a["kind"] for a in json.loads(out)] == ["manual"]
     code, out, _ = _run(ledger, capsys, "alerts", "list", "--all", "--json")
-    assert len(json.loads(out)["alerts"]) == 2
+    assert len(json.loads(out)) == 2
 
 
 def test_bad_input_changes_nothing(ledger: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -43,6 +43,13 @@ def ledger(acta_app: Acta, acta_host: Host, acta_provider: SqliteProvider) -> Pa
     return acta_provider.path
 
 
+# The keys the CLI guide documents for `acta schedules --json`.
+SCHEDULE_KEYS = set(
+    "job schedule every_ms cron zone misfire overridden last_fired_at next_at firing_at "
+    "triggered_at paused paused_until slot_ref version".split()
+)
+
+
 def _run(path: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     capsys.readouterr()
     code = main([*argv, "--database", str(path)])
@@ -77,10 +84,12 @@ def test_list_shows_every_schedule_with_its_version(
     assert "2026-01-01 00:01:00Z" in lines[2]
     code, out, _ = _run(ledger, capsys, "schedules", "list", "tick", "--json")
     data = json.loads(out)
-    assert [(s["job"], s["schedule"], s["every_ms"], s["version"]) for s in data["schedules"]] == [
+    # As the CLI guide documents: a listing is a JSON array, one object per schedule.
+    assert isinstance(data, list) and all(set(s) == SCHEDULE_KEYS for s in data)
+    assert [(s["job"], s["schedule"], s["every_ms"], s["version"]) for s in data] == [
         ("tick", "default", 60000, 1)
     ]
-    assert data["schedules"][0]["last_fired_at"] == "2026-01-01T00:01:00.000Z"
+    assert data[0]["last_fired_at"] == "2026-01-01T00:01:00.000Z"
 
 
 def test_preview_prints_the_next_instants(ledger: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -75,7 +75,7 @@ def test_set_get_list_and_delete(ledger: Path, capsys: pytest.CaptureFixture[str
     code, out, _ = _run(ledger, capsys, "settings", "get", "export.batch")
     assert (code, out) == (0, "500\n")
     code, out, _ = _run(ledger, capsys, "settings", "--json")
-    listed = json.loads(out)["settings"]
+    listed = json.loads(out)  # a listing: a JSON array, one object per setting
     assert [(s["scope"], s["job"], s["value"], s["updated_by"]) for s in listed] == [
         ("global", None, 500, "operator"),
         ("definition", "export-orders", {"size": 50}, "ann"),

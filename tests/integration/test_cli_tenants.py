@@ -62,7 +62,7 @@ def test_register_list_suspend_resume_and_update(
     assert (code, out) == (0, "tenant acme-42: already suspended, nothing changed\n")
     code, out, _ = _run(ledger, capsys, "tenants", "--json")
     assert code == 0
-    [listed] = json.loads(out)["tenants"]
+    [listed] = json.loads(out)  # a listing: a JSON array, one object per tenant
     assert listed["tenant"] == "acme-42" and listed["suspended"] is True
     assert listed["suspend_reason"] == "unpaid" and listed["suspended_by"].startswith("cli:")
     assert listed["tags"] == ["gold"] and listed["metadata"] == {"owner": "billing"}
@@ -133,7 +133,7 @@ def test_namespaces_list_suspend_and_update(
     code, out, _ = _run(ledger, capsys, "namespaces", "pause", "default")  # the same thing
     assert code == 0 and "already paused" in out
     code, out, _ = _run(ledger, capsys, "namespaces", "list", "--json")
-    [listed] = json.loads(out)["namespaces"]
+    [listed] = json.loads(out)
     assert listed["suspended"] is True and listed["version"] == 3
     assert listed["metadata"] == {"team": "payments"}
     code, out, _ = _run(ledger, capsys, "namespaces", "resume", "default")
