@@ -225,7 +225,7 @@ def admit(
         return Refusal.of(UNKNOWN_JOB, exc)
     except PayloadTooLargeError as exc:
         return Refusal.of(TOO_LARGE, exc)
-    except ValidationError as exc:
+    except ActaError as exc:  # ValidationError and its kinds, or any other refusal
         return Refusal.of(REJECTED, exc)
     # The row's own lane, even NULL: enqueue would give a NULL lane the definition's default,
     # but the outbox ordered this row by its column, so the ledger's lane must be that one.
