@@ -22,6 +22,7 @@ from acta.codec import JSON
 from acta.errors import ValidationError
 from acta.ledger import settings as verbs
 from acta.ledger.control import check_actor, check_reason
+from acta.ledger.doubt import once
 from acta.ledger.facade import Ledger
 from acta.model.codes import SettingScope
 from acta.names import validate_job_name
@@ -200,16 +201,20 @@ class Settings:
                 "scope, job, expected_version, reason, actor",
             )
         ns, now = self.namespace, self._ledger().now()
-        return lambda: verbs.write(
-            scope,
-            ns,
-            job,
-            checked,
-            value,
-            expected_version=expected,
-            actor=actor,
-            reason=reason,
-            now=now,
+        # One memory per call: a retry after a lost COMMIT reply answers as the first attempt.
+        return once(
+            lambda attempts: verbs.write(
+                scope,
+                ns,
+                job,
+                checked,
+                value,
+                expected_version=expected,
+                actor=actor,
+                reason=reason,
+                now=now,
+                attempts=attempts,
+            )
         )
 
 

@@ -11,9 +11,10 @@ from datetime import datetime
 from typing import Any
 
 from acta.errors import ConflictError, UnknownJobError
+from acta.ledger.doubt import Attempts, event_probe, recorded
 from acta.ledger.events import event_params
 from acta.model.codes import EventCode
-from acta.provider.verb import Verb, execute, fetch_all, fetch_one
+from acta.provider.verb import Op, Verb, execute, fetch_all, fetch_one
 
 
 def _policy(value: Any) -> dict[str, Any]:
@@ -49,9 +50,35 @@ def change(
     actor: str,
     reason: str,
     now: datetime | None,
+    attempts: Attempts | None = None,
 ) -> Verb[tuple[dict[str, Any], int]]:
     """Set ``changes`` (stored keys) and drop ``cleared`` keys of the job's override; returns
-    the override now and its version."""
+    the override now and its version. Given the call's ``attempts`` (``acta.ledger.doubt``),
+    a retry after a lost COMMIT reply answers what its first attempt wrote."""
+    changed = _change(
+        namespace,
+        job_name,
+        changes,
+        cleared,
+        expected_version=expected_version,
+        actor=actor,
+        reason=reason,
+        now=now,
+    )
+    return (yield from recorded(attempts, changed))
+
+
+def _change(
+    namespace: str,
+    job_name: str,
+    changes: Mapping[str, Any],
+    cleared: Sequence[str],
+    *,
+    expected_version: int,
+    actor: str,
+    reason: str,
+    now: datetime | None,
+) -> Verb[tuple[tuple[dict[str, Any], int], Op | None]]:
     row = yield fetch_one("policy_override_of", {"namespace": namespace, "job_name": job_name})
     if row is None:
         raise UnknownJobError(f"no job {job_name!r} in namespace {namespace!r}")
@@ -90,8 +117,8 @@ def change(
             {"definition_id": row["definition_id"], "priority": changes["priority"]},
         )
         said += f" ({moved} waiting jobs re-prioritised)"
-    yield execute(
-        "insert_event",
+    event = yield fetch_one(
+        "insert_event_id",
         event_params(
             now,
             row["namespace_id"],
@@ -103,4 +130,4 @@ def change(
             actor=actor,
         ),
     )
-    return policy, version + 1
+    return (policy, version + 1), event_probe(event["id"], int(EventCode.POLICY_OVERRIDDEN))

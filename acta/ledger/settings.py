@@ -2,7 +2,9 @@
 
 A write names the version it read (0: the setting must not exist yet), runs in one
 transaction with a ``setting-changed`` event, and raises ConflictError when the row is not at
-that version any more, having changed nothing.
+that version any more, having changed nothing. Given the ``Attempts`` of its call
+(``acta.ledger.doubt``), a write whose COMMIT reply was lost and that the provider runs again
+answers the version it wrote instead of finding the row one version on and refusing.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from datetime import datetime
 from typing import Any
 
 from acta.errors import ConflictError, UnknownJobError
+from acta.ledger.doubt import Attempts, event_probe, recorded
 from acta.ledger.events import event_params
 from acta.model.codes import EventCode, SettingScope
-from acta.provider.verb import Verb, execute, fetch_all, fetch_one
+from acta.provider.verb import Op, Verb, execute, fetch_all, fetch_one
 
 Row = Mapping[str, Any]
 
@@ -54,9 +57,27 @@ def write(
     actor: str,
     reason: str,
     now: datetime | None,
+    attempts: Attempts | None = None,
 ) -> Verb[int]:
     """Set (``value`` JSON text) or delete (``value`` None) one setting; returns its new
     version (0 once deleted)."""
+    place = (scope, namespace, job_name, name, value)
+    written = _write(*place, expected_version=expected_version, actor=actor, reason=reason, now=now)
+    return (yield from recorded(attempts, written))
+
+
+def _write(
+    scope: SettingScope,
+    namespace: str,
+    job_name: str | None,
+    name: str,
+    value: str | None,
+    *,
+    expected_version: int,
+    actor: str,
+    reason: str,
+    now: datetime | None,
+) -> Verb[tuple[int, Op | None]]:
     namespace_id, definition_id = yield from _place(scope, namespace, job_name)
     where = {
         "name": name,
@@ -87,8 +108,8 @@ def write(
     if not written:
         raise ConflictError(f"setting {name!r} {place} changed meanwhile; read it again")
     verb = "deleted" if value is None else "set"
-    yield execute(
-        "insert_event",
+    event = yield fetch_one(
+        "insert_event_id",
         event_params(
             now,
             namespace_id,
@@ -100,7 +121,7 @@ def write(
             actor=actor,
         ),
     )
-    return version
+    return version, event_probe(event["id"], int(EventCode.SETTING_CHANGED))
 
 
 def _describe(scope: SettingScope, namespace: str, job_name: str | None) -> str:

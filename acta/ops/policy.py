@@ -20,6 +20,7 @@ from typing import Any
 from acta.errors import ValidationError
 from acta.ledger import policy_override as verbs
 from acta.ledger.control import check_actor, check_reason
+from acta.ledger.doubt import once
 from acta.ledger.facade import Ledger
 from acta.names import validate_job_name
 from acta.policy.job import JobPolicy
@@ -112,15 +113,19 @@ class PolicyOverrides:
         else:
             changes, cleared = normalize(options), []
         ns, now = self.namespace, self._ledger().now()
-        return name, lambda: verbs.change(
-            ns,
-            name,
-            changes,
-            cleared,
-            expected_version=expected,
-            actor=actor,
-            reason=reason,
-            now=now,
+        # One memory per call: a retry after a lost COMMIT reply answers as the first attempt.
+        return name, once(
+            lambda attempts: verbs.change(
+                ns,
+                name,
+                changes,
+                cleared,
+                expected_version=expected,
+                actor=actor,
+                reason=reason,
+                now=now,
+                attempts=attempts,
+            )
         )
 
     def _in_force(self, name: str, policy: dict[str, Any], version: int) -> PolicyInForce:

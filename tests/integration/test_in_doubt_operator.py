@@ -158,3 +158,27 @@ def test_bulk_verbs_walk_on_and_count_each_job_once(
         codes = [e.code for e in acta_app.events(str(ref))]
         assert [codes.count(c) for c in (EventCode.RESTARTED, EventCode.CANCELLED)] == [1, 1]
         assert codes.count(EventCode.PURGED) == 1
+
+
+def test_settings_and_policy_and_gate_overrides(
+    acta_app: Acta, acta_host: Host, acta_provider: InDoubt
+) -> None:
+    @acta_app.job("mail", concurrency_limit=4)
+    def mail() -> None:
+        pass
+
+    acta_host.tick()  # registers the definitions
+    settings = acta_app.settings
+    acta_provider.lose_commit("setting_insert")
+    assert settings.set("feature.x", True, expected_version=0) == 1
+    acta_provider.lose_commit("setting_update")
+    assert settings.set("feature.x", False, expected_version=1) == 2
+    acta_provider.lose_commit("setting_delete")
+    settings.delete("feature.x", expected_version=2)
+    acta_provider.lose_commit("policy_override_insert")
+    policy = acta_app.ops.policy.set("mail", max_attempts=3, expected_version=0)
+    assert policy.version == 1
+    acta_provider.lose_commit("insert_event")  # the gate override's transaction, the only one
+    assert acta_app.set_concurrency_limit(job="mail", limit=1, expected_version=0) == 1
+    assert acta_provider.lost == 5
+    assert settings.read("feature.x") is None
