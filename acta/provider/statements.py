@@ -251,9 +251,10 @@ class Statements:
 
     def _program_text(self, name: str) -> Statement:
         """A program seen as text, for readers and lints (its steps in order, their parameters
-        together); it is run through ``op_calls``, never as this text."""
+        together, but the ones named ``_...`` that the program makes itself from earlier steps);
+        it is run through ``op_calls``, never as this text."""
         steps = [s for key, s in self._by_name.items() if key.partition(".")[0] == name]
-        params = tuple(dict.fromkeys(p for s in steps for p in s.params))
+        params = tuple(dict.fromkeys(p for s in steps for p in s.params if not p.startswith("_")))
         text = ";\n".join(s.sql for s in steps)
         return Statement(name, text, params, steps[0].source)
 
