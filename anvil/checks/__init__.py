@@ -59,10 +59,12 @@ must end in) and the witness table, as well as acta's tables:
 - ``certify_stuck``: I2, nothing leased or waiting after the drain;
 - ``certify_history``: I3, each timeline is complete and in order.
 
-A check lives in ``<dialect>/<name>.sql`` where the dialects need different SQL, else in
-``common/<name>.sql`` (portable SQL, one text for all). Files are written like acta's own: the
-token ``{schema}.`` stands for the ledger's qualifier and ``:name`` for a parameter, both
-resolved here with acta's statement helpers. ``anvil.checks.plant`` writes synthetic ledger
+A check lives in ``common/<name>.sql`` (portable SQL, one text for all) unless a dialect needs
+its own text: then in that provider's folder, ``acta/provider/<dialect>/checks/<name>.sql``
+(the folder the registry entry names, so a new provider brings its checks with it). Files
+are written like acta's own: the token ``{schema}.`` stands for the ledger's qualifier and
+``:name`` for a parameter, both resolved here with acta's statement helpers and the dialect's
+registry entry. ``anvil.checks.plant`` writes synthetic ledger
 rows, to show a check can fail (tests/integration/test_checks_sql.py).
 
     import psycopg
@@ -75,9 +77,12 @@ rows, to show a check can fail (tests/integration/test_checks_sql.py).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Protocol
 
+from acta.provider import registry
 from acta.provider.statements import convert_params, replace_schema
 
 FOLDER = Path(__file__).parent
@@ -97,7 +102,6 @@ CERTIFY = (
     "certify_stuck",
     "certify_history",
 )
-DIALECTS = ("postgres", "sqlite")
 Row = dict[str, Any]
 
 
@@ -115,40 +119,51 @@ class Connection(Protocol):
     def execute(self, query: Any, params: Any = ..., /) -> Any: ...
 
 
-def check_path(name: str, dialect: str) -> Path:
+def _entry(dialect: str) -> registry.ProviderEntry:
+    if dialect not in registry.names():
+        raise ValueError(f"no checks for dialect {dialect!r}; they exist for {registry.names()}")
+    return registry.entry(dialect)
+
+
+def dialect_file(dialect: str, filename: str) -> Traversable:
+    """``filename`` in the ``checks`` folder of ``dialect``'s provider package."""
+    return resources.files(_entry(dialect).package).joinpath("checks", filename)
+
+
+def check_path(name: str, dialect: str) -> Traversable:
     """The file that holds check ``name`` for ``dialect`` (the dialect's own, else common)."""
     if name not in CHECKS + WITNESSED + SCHEDULES + WAITS + OUTBOX + CERTIFY:
         known = ", ".join(CHECKS + WITNESSED + SCHEDULES + WAITS + OUTBOX + CERTIFY)
         raise ValueError(f"no check named {name!r}; the checks are {known}")
-    if dialect not in DIALECTS:
-        raise ValueError(f"no checks for dialect {dialect!r}; they exist for {DIALECTS}")
-    own = FOLDER / dialect / f"{name}.sql"
-    return own if own.exists() else FOLDER / "common" / f"{name}.sql"
+    own = dialect_file(dialect, f"{name}.sql")
+    return own if own.is_file() else FOLDER / "common" / f"{name}.sql"
 
 
 def check_sql(name: str, dialect: str) -> str:
     """The check as written in its file: comments, ``{schema}.`` tokens, ``:name`` params."""
-    return check_path(name, dialect).read_text()
+    return check_path(name, dialect).read_text("utf-8")
 
 
 def qualifier(dialect: str, schema: str) -> str:
-    """What ``{schema}.`` stands for: ``"acta".`` on PostgreSQL, the ``acta_`` table prefix on
-    SQLite (a SQLite ledger's tables are named ``<schema>_<table>`` in one file)."""
-    if dialect == "postgres":
-        from acta.provider.postgres.catalog import qualifier as quoted
+    """What ``{schema}.`` stands for in the ledger ``schema`` of ``dialect`` (its registry
+    entry's word: ``"acta".`` on PostgreSQL, the ``acta_`` table prefix on SQLite)."""
+    return _entry(dialect).qualifier(schema)
 
-        return quoted(schema)
-    return f"{schema}_"
+
+def resolve(text: str, dialect: str, schema: str) -> tuple[str, tuple[str, ...]]:
+    """``text`` (``{schema}.`` tokens, ``:name`` params) ready for the driver of ``dialect``,
+    and the names of its parameters."""
+    style = _entry(dialect).paramstyle
+    return convert_params(replace_schema(text, qualifier(dialect, schema)), style)
 
 
 def prepare(
     name: str, dialect: str, schema: str = "acta", outbox: str | None = None
 ) -> tuple[str, tuple[str, ...]]:
-    """The check's SQL ready for the driver of ``dialect`` (psycopg's pyformat placeholders on
-    PostgreSQL, sqlite3's named ones), and the names of the parameters it takes. A check that
-    reads an outbox source (its ``{outbox}.`` token) needs ``outbox``, the source's schema."""
-    style = "pyformat" if dialect == "postgres" else "named"
-    text = replace_schema(check_sql(name, dialect), qualifier(dialect, schema))
+    """The check's SQL ready for the driver of ``dialect`` (its entry's paramstyle), and the
+    names of the parameters it takes. A check that reads an outbox source (its ``{outbox}.``
+    token) needs ``outbox``, the source's schema."""
+    text = check_sql(name, dialect)
     if "{outbox}." in text:
         if not outbox:
             raise ValueError(
@@ -156,7 +171,7 @@ def prepare(
                 "the schema its acta_outbox table is in"
             )
         text = text.replace("{outbox}.", qualifier(dialect, outbox))
-    return convert_params(text, style)
+    return resolve(text, dialect, schema)
 
 
 def run_check(

@@ -17,28 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from acta.provider.statements import convert_params, replace_schema
-from anvil.checks import Connection, qualifier
-
-_DDL = {
-    # id orders the rows as they were committed (an identity without cache); at is the
-    # server's clock when the row was written, for the reader (the checks go by execution).
-    "postgres": (
-        "CREATE TABLE IF NOT EXISTS {schema}.witness ("
-        " id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
-        " job_ref text NOT NULL, step text NOT NULL, execution bigint NOT NULL,"
-        " pid integer NOT NULL, token text NOT NULL,"
-        " at timestamptz NOT NULL DEFAULT clock_timestamp())"
-    ),
-    "sqlite": (
-        "CREATE TABLE IF NOT EXISTS {schema}.witness ("
-        " id INTEGER PRIMARY KEY AUTOINCREMENT,"
-        " job_ref TEXT NOT NULL, step TEXT NOT NULL, execution INTEGER NOT NULL,"
-        " pid INTEGER NOT NULL, token TEXT NOT NULL,"
-        " at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now')))"
-    ),
-}
-_INDEX = "CREATE INDEX IF NOT EXISTS {name} ON {schema}.witness (job_ref, step, execution)"
+from acta.provider.statements import parse_blocks
+from anvil.checks import Connection, dialect_file, resolve
 
 INSERT = (
     "INSERT INTO {schema}.witness (job_ref, step, execution, pid, token) "
@@ -48,23 +28,28 @@ INSERT = (
 
 
 def _resolve(text: str, dialect: str, schema: str) -> str:
-    style = "pyformat" if dialect == "postgres" else "named"
-    sql, _ = convert_params(replace_schema(text, qualifier(dialect, schema)), style)
+    sql, _ = resolve(text, dialect, schema)
     return sql
 
 
+def _ddl(dialect: str) -> dict[str, str]:
+    """The dialect's ``witness_table`` and ``witness_index`` statements (its provider folder's
+    ``checks/witness.sql``)."""
+    found = dialect_file(dialect, "witness.sql")
+    return parse_blocks(found.read_text("utf-8"), f"{dialect}/checks/witness.sql")
+
+
 def prepare_insert(dialect: str, schema: str = "acta") -> str:
-    """``INSERT`` ready for the driver of ``dialect`` (psycopg's or sqlite3's placeholders)."""
+    """``INSERT`` ready for the driver of ``dialect`` (its entry's paramstyle)."""
     return _resolve(INSERT, dialect, schema)
 
 
 def create(connection: Connection, dialect: str, schema: str = "acta") -> None:
     """Make the witness table (and its index) next to the ledger ``schema``; an autocommit
     connection, or one whose caller commits."""
-    connection.execute(_resolve(_DDL[dialect], dialect, schema))
-    # A PostgreSQL index name lives in the table's schema; SQLite's are file-wide.
-    name = "witness_runs" if dialect == "postgres" else f"{schema}_witness_runs"
-    connection.execute(_resolve(_INDEX.replace("{name}", name), dialect, schema))
+    ddl = _ddl(dialect)
+    connection.execute(_resolve(ddl["witness_table"], dialect, schema))
+    connection.execute(_resolve(ddl["witness_index"], dialect, schema))
 
 
 def drop(connection: Connection, dialect: str, schema: str = "acta") -> None:
