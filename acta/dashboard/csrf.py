@@ -62,6 +62,12 @@ class Csrf:
 
     def check(self, request: Request, sent: str | None) -> None:
         """Raise CsrfError unless the request passes every check in the module docstring."""
+        self.check_origin(request)
+        self.check_token(request, sent)
+
+    def check_origin(self, request: Request) -> None:
+        """The checks that need no body (method, origin, session cookie): a verb runs them
+        before it reads its body, so a cross-site request never gets the parser's time."""
         if request.method != "POST":
             raise CsrfError("verbs must be sent with POST")
         fetch_site = request.headers.get("sec-fetch-site")
@@ -76,8 +82,15 @@ class Csrf:
             origin = referer
         if urlsplit(origin).netloc.lower() != host:
             raise CsrfError("the request comes from another origin than this dashboard")
-        session = request.cookies.get(COOKIE)
-        if not session:
+        if not request.cookies.get(COOKIE):
             raise CsrfError("no dashboard session cookie; load a dashboard page first")
-        if not sent or not hmac.compare_digest(sent.encode(), self.token(session).encode()):
+
+    def check_token(self, request: Request, sent: str | None) -> None:
+        """The token sent must be this session's (after ``check_origin``)."""
+        session = request.cookies.get(COOKIE, "")
+        if (
+            not (20 <= len(session) <= 100 and session.isascii())  # as session() makes them
+            or not sent
+            or not hmac.compare_digest(sent.encode(), self.token(session).encode())
+        ):
             raise CsrfError("the CSRF token is missing or does not belong to this session")

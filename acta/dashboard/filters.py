@@ -144,23 +144,40 @@ def _tenant(value: str | None) -> str | None:
     return _keyed("tenant", value)
 
 
+INSTANT_RULE = (
+    "an ISO 8601 instant in the years 1 to 9999 once moved to UTC, e.g. 2026-01-31T12:00:00Z"
+)
+
+
 def _instant(name: str, value: str | None) -> datetime | None:
     if value is None:
         return None
+    return parse_instant(name, value, INSTANT_RULE)
+
+
+def parse_instant(name: str, value: str, rule: str) -> datetime:
+    """``value`` as an aware UTC instant (no offset: UTC), or a ValidationError naming ``name``.
+
+    Moving a far-offset instant to UTC can leave the calendar (year 1 at +14:00, year 9999 at
+    -14:00): that is the caller's bad input too, not a crash."""
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValidationError(
-            name, f"got {value!r}", "an ISO 8601 instant, e.g. 2026-01-31T12:00:00Z"
-        ) from None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise ValidationError(name, f"got {value!r:.80}", rule) from None
+
+
+def whole_number(value: str) -> bool:
+    """ASCII digits only: ``isdigit()`` alone takes superscripts, which ``int()`` refuses, and
+    other scripts' digits, which ``int()`` reads."""
+    return value.isascii() and value.isdigit()
 
 
 def _int(name: str, value: str | None, low: int, high: int, default: int | None) -> int | None:
     if value is None:
         return default
-    if not value.isdigit() or not low <= int(value) <= high:
-        raise ValidationError(name, f"got {value!r}", f"a whole number from {low} to {high}")
+    if not whole_number(value) or not low <= int(value) <= high:
+        raise ValidationError(name, f"got {value!r:.80}", f"a whole number from {low} to {high}")
     return int(value)
 
 

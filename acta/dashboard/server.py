@@ -10,10 +10,9 @@ thread pool, so the dashboard needs nothing from the host's event loop.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import urlencode
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
@@ -24,10 +23,10 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from acta.dashboard import filters
+from acta.dashboard import body, filters
 from acta.dashboard.config import VERB_FAMILIES, Authorize, DashboardConfig, build_config
 from acta.dashboard.csrf import FIELD, HEADER, Csrf, CsrfError
-from acta.dashboard.guard import MAX_BODY, Guard
+from acta.dashboard.guard import Guard
 from acta.dashboard.source import Source
 from acta.dashboard.verbs import run_verb
 from acta.errors import (
@@ -254,22 +253,24 @@ class Dashboard:
                     ),
                 )
             form = request.headers.get("content-type", "").startswith(FORM)
-            body = b""
-            async for chunk in request.stream():
-                body += chunk
-                if len(body) > MAX_BODY:
-                    return self._refuse(request, 413, f"The body is over {MAX_BODY} bytes.")
+            header_token = request.headers.get(HEADER)
+            # Origin, cookie and a header token are checked before the body is even read.
             try:
-                raw = dict(parse_qsl(body.decode())) if form else json.loads(body or b"{}")
-            except ValueError:
-                return self._refuse(request, 400, "The body is neither a form nor JSON.")
-            if not isinstance(raw, dict):
-                return self._refuse(request, 400, "The JSON body must be an object.")
-            args: dict[str, str] = {str(k): str(v) for k, v in raw.items()}
-            try:
-                self.csrf.check(request, args.pop(FIELD, None) or request.headers.get(HEADER))
+                self.csrf.check_origin(request)
+                if header_token:
+                    self.csrf.check_token(request, header_token)
             except CsrfError as exc:
                 return self._refuse(request, 403, f"Refused: {exc}.")
+            try:
+                args = body.parse(await body.read(request), form)
+            except body.BodyError as exc:
+                return self._refuse(request, exc.status, str(exc))
+            sent = args.pop(FIELD, None)
+            if not header_token:
+                try:
+                    self.csrf.check_token(request, sent)
+                except CsrfError as exc:
+                    return self._refuse(request, 403, f"Refused: {exc}.")
             actor = request.state.acta_actor
             try:
                 done = await run_in_threadpool(

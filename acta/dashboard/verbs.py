@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from acta.dashboard.filters import parse_instant, whole_number
 from acta.errors import ValidationError
 from acta.ops.explanation import fact
 
@@ -40,17 +41,11 @@ def _instant(args: Args) -> datetime | None:
     text = str(args.get("at") or "").strip()
     if not text:
         return None
-    try:
-        at = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValidationError(
-            "at", f"got {text!r:.80}", "an ISO 8601 instant, or empty for now"
-        ) from None
-    return at.replace(tzinfo=UTC) if at.tzinfo is None else at
+    return parse_instant("at", text, "an ISO 8601 instant, or empty for now")
 
 
 def _alert_id(target: str) -> int:
-    if not target.isdigit() or len(target) > 18:
+    if not whole_number(target) or len(target) > 18:
         raise ValidationError("alert", f"got {target!r:.80}", "an alert id (a positive number)")
     return int(target)
 
@@ -135,7 +130,7 @@ def _version(args: Args) -> int | None:
     text = str(args.get("version") or "").strip()
     if not text:
         return None
-    if not text.isdigit() or len(text) > 18:
+    if not whole_number(text) or len(text) > 18:
         raise ValidationError(
             "version", f"got {text!r:.80}", "the version the page showed (a whole number >= 1)"
         )
