@@ -9,10 +9,12 @@ extras they need; nothing is assumed to be installed already.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import nox
 
@@ -86,19 +88,19 @@ def lint(session: nox.Session) -> None:
 
 
 XDIST = ["-n", "2"]
-# Asks, inside the session's environment, whether the tests can reach PostgreSQL at
-# --acta-dsn's default ($ACTA_TEST_DSN or the local test database); prints why not, or nothing.
-POSTGRES_PROBE = (
-    "from acta_testing.plugin import postgres_dsn; "
-    "from acta_testing.schemas import postgres_unavailable; "
-    "print(postgres_unavailable(postgres_dsn()) or '')"
-)
+# Asks, inside the session's environment, which registered providers need a server and why
+# each cannot run here (acta/provider/servers.py): one JSON object on stdout.
+SERVERS_PROBE = ["python", "-m", "acta.provider.servers"]
 
 
-def _postgres_unavailable(session: nox.Session) -> str:
-    """Why PostgreSQL cannot be used by the tests ("" when it can)."""
-    out = session.run("python", "-c", POSTGRES_PROBE, silent=True)
-    return out.strip() if isinstance(out, str) else ""
+def _providers(session: nox.Session) -> dict[str, Any]:
+    """{"everything": the provider the whole suite runs on, "servers": [{"name", "title",
+    "dsn_env", "unavailable"}]}, from the registry of the checkout being tested."""
+    out = session.run(*SERVERS_PROBE, silent=True)
+    if not isinstance(out, str):  # `nox --install-only`: nothing runs
+        return {"everything": "", "servers": []}
+    found: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return found
 
 
 def _ci() -> bool:
@@ -107,21 +109,31 @@ def _ci() -> bool:
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """Everything on SQLite, then the conformance specs on PostgreSQL.
+    """Everything on SQLite, then the conformance specs on each server provider.
 
-    The first run is unit, integration, chaos and conformance on SQLite (the PostgreSQL-specific
-    integration tests pick PostgreSQL themselves). Without a PostgreSQL server the second run
-    cannot happen: the session says so plainly, and under CI=true it fails instead. Extra
-    arguments go to both runs."""
+    The first run is unit, integration, chaos and conformance on the registry's fallback
+    provider, SQLite (the integration tests about one server provider pick it themselves). Then
+    the conformance specs run once per provider whose registry entry names a test database
+    (``test_dsn``, overridden by its ``$ACTA_TEST_<NAME>_DSN``; PostgreSQL's is
+    ``$ACTA_TEST_DSN``), in registry order. A server that cannot be reached is said plainly and
+    skipped; under CI=true the session fails instead, before running anything. Extra arguments
+    go to every run."""
     session.install("-e", TEST_EXTRAS)
-    missing = _postgres_unavailable(session)
+    providers = _providers(session)
+    missing = {s["title"]: s["unavailable"] for s in providers["servers"] if s["unavailable"]}
     if missing and _ci():
-        session.error(f"PostgreSQL was not run: {missing} (CI=true requires PostgreSQL)")
-    session.run("pytest", "--acta-provider=sqlite", *XDIST, *session.posargs)
-    if missing:
-        session.warn(f"PostgreSQL was not run: {missing}")
-        return
-    session.run("pytest", "conformance", "--acta-provider=postgres", *XDIST, *session.posargs)
+        said = "; ".join(f"{title}: {why}" for title, why in missing.items())
+        session.error(f"not run: {said} (CI=true requires every provider)")
+    session.run("pytest", f"--acta-provider={providers['everything']}", *XDIST, *session.posargs)
+    for server in providers["servers"]:
+        if server["unavailable"]:
+            session.warn(
+                f"{server['title']} was not run: {server['unavailable']} "
+                f"(set ${server['dsn_env']} to its test database)"
+            )
+            continue
+        run = ["pytest", "conformance", f"--acta-provider={server['name']}"]
+        session.run(*run, *XDIST, *session.posargs)
 
 
 @nox.session(python=PYTHON)
