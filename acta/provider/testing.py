@@ -151,3 +151,9 @@ class TestSupport(Protocol):
         """Migrate a throwaway ledger with the default schema name, dump its catalog
         (``provider.dump_schema()``) and remove it again (acta.provider.snapshot)."""
         ...
+
+    def caller_transaction(self, provider: Provider) -> AbstractContextManager[Any]:
+        """A driver connection of the application's own to ``provider``'s database, inside an
+        open transaction that commits when the block ends: what an application hands to
+        ``enqueue(..., tx=...)`` (the transactional-enqueue specs run inside it)."""
+        ...

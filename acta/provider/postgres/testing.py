@@ -437,6 +437,16 @@ class PostgresSupport:
             paramstyle="pyformat",
         )
 
+    @contextlib.contextmanager
+    def caller_transaction(self, provider: Provider) -> Iterator[psycopg.Connection[Any]]:
+        import psycopg
+
+        dsn = self.location(provider).dsn
+        assert dsn is not None
+        with psycopg.connect(dsn) as conn:
+            yield conn
+            conn.commit()
+
     def snapshot_dump(self, dsn: str) -> str:
         """Migrate a new schema on ``dsn``, dump it, and drop it again."""
         return postgres_dump(dsn)

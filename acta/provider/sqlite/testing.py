@@ -158,6 +158,17 @@ class SqliteSupport:
         assert isinstance(provider, SqliteProvider)
         return LedgerLocation("sqlite", provider.schema, provider.qualify(""), path=provider.path)
 
+    @contextlib.contextmanager
+    def caller_transaction(self, provider: Provider) -> Iterator[sqlite3.Connection]:
+        where = self.location(provider)
+        conn = sqlite3.connect(str(where.path), isolation_level=None)
+        conn.execute("BEGIN")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+
     def snapshot_dump(self, dsn: str) -> str:
         with tempfile.TemporaryDirectory(prefix="acta-snapshot-") as folder:
             provider = SqliteProvider(Path(folder) / "ledger.sqlite3")
