@@ -1,7 +1,10 @@
-"""Operator control verbs. Cancel now; pause, resume, restart and repair join it later.
+"""Cancelling a job, and the checks every operator verb applies to its reason and actor.
 
-Every verb is a guarded transition with its event, and always audited whatever the definition's
-audit level: an operator's action is never silent.
+Cancel is a guarded transition with its event, always audited whatever the definition's audit
+level: an operator's action is never silent. The other verbs live beside it and use the same
+checks: the repairs (restart, reschedule, amend, pause, retire, purge) in ``acta.ledger.repair``
+and ``acta.ledger.repair_bulk``, signals and resume in ``acta.ledger.signal``, and settings,
+gates and policy overrides in their own modules.
 """
 
 from __future__ import annotations

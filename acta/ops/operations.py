@@ -1,7 +1,7 @@
 """``Operations``: the operator surface of an application (``app.ops``), sync and async.
 
-One object for everything an operator does to a running system, used by the CLI now and by
-the dashboard and HTTP API later. It reads and writes only through the ``Ledger`` facade, in
+One object for everything an operator does to a running system, used alike by the CLI, the
+dashboard and its HTTP API. It reads and writes only through the ``Ledger`` facade, in
 one transaction per call. It explains a job itself, and holds the other operator surfaces:
 ``repairs`` (restart, reschedule, amend, pause, retire, purge), ``schedules``, ``alerts`` and
 ``settings``, each with the same shape: input checked before the database is touched (a typed

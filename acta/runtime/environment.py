@@ -73,9 +73,9 @@ class RunEnv:
         self.retry_settles = retry_settles
         self.namespace = namespace
         self.ring = ring
+        """Wakes this process's idle workers (after a handler spawned children)."""
         self.outbox = outbox
         """The outbox source this worker relays from, if any (only it runs sys.outbox)."""
-        """Wakes this process's idle workers (after a handler spawned children)."""
         self.settings = settings or WorkerSettings.build(heartbeat=heartbeat)
         """The worker's settings, for the system jobs' knobs (retention's cadence, say)."""
         self.killed = False
