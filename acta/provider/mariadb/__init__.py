@@ -28,6 +28,11 @@ def _accepts(target: str) -> bool:
     return target.startswith(SCHEMES)
 
 
+def _qualifier(schema: str) -> str:
+    """```acta`.``: the ledger's database, quoted, and the dot (the ``{schema}.`` token)."""
+    return f"`{schema}`."
+
+
 def _open(target: str, schema: str, options: Mapping[str, Any]) -> MariadbProvider:
     import pymysql  # noqa: F401  (a missing driver is an ImportError here: the entry names the extra)
 
@@ -48,4 +53,7 @@ ENTRY = ProviderEntry(
     placeholder="mariadb://root@localhost:3306/acta",
     testing="acta.provider.mariadb.testing",
     extra="mariadb",
+    paramstyle="pyformat",
+    qualifier=_qualifier,
+    test_dsn="mariadb://root@127.0.0.1:3306/test",
 )
