@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sqlite3
 import sys
 from collections.abc import Sequence
 
@@ -62,6 +61,7 @@ from acta.cli.command import (
     Command,
 )
 from acta.errors import ActaError, ConfigurationError, ValidationError
+from acta.provider import registry
 
 DESCRIPTION = "Durable background jobs whose only durable truth is SQL."
 EPILOG = (
@@ -113,15 +113,17 @@ def run(args: argparse.Namespace, *, app: Acta | None = None) -> int:
         return _fail(str(exc), EXIT_USAGE)
     except ActaError as exc:
         return _fail(str(exc), EXIT_FAILURE)
-    except sqlite3.Error as exc:
-        # Not an acta error, but an expected one: a file that is not a database, a disk
-        # that is full. The message is what the user can act on.
-        return _fail(f"database error: {exc}", EXIT_FAILURE)
     except KeyboardInterrupt:
         return _fail("interrupted", EXIT_INTERRUPTED)
     except BrokenPipeError:
         _silence_stdout()  # `acta jobs list | head`: the reader left, nothing to report
         return EXIT_FAILURE
+    except Exception as exc:
+        if registry.for_driver(exc) is None:
+            raise
+        # Not an acta error, but an expected one from a database driver: a file that is not
+        # a database, a disk that is full. The message is what the user can act on.
+        return _fail(f"database error: {exc}", EXIT_FAILURE)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -74,6 +74,9 @@ class ProviderEntry:
     variable ``dsn_env`` names one; None for a provider that needs no server."""
     test_dsn_env: str | None = None
     """The environment variable naming the test database (default ``ACTA_TEST_<NAME>_DSN``)."""
+    drivers: tuple[str, ...] = ()
+    """The top-level modules of its drivers, sync and async (``("sqlite3", "aiosqlite")``): a
+    connection or an error whose type comes from one of them is this provider's."""
 
     def matches(self, target: str) -> bool:
         return self.accepts(target)
@@ -133,6 +136,16 @@ def entry(name: str) -> ProviderEntry:
         if found.name == name:
             return found
     raise ConfigurationError(f"unknown provider {name!r}: use one of {', '.join(names())}")
+
+
+def for_driver(value: object) -> ProviderEntry | None:
+    """The provider whose driver made ``value`` (a connection, a cursor, an error), by the
+    module its type comes from; None for anything else (SQLAlchemy objects included)."""
+    root = type(value).__module__.split(".", 1)[0]
+    for found in entries():
+        if root in found.drivers:
+            return found
+    return None
 
 
 def for_target(target: str) -> ProviderEntry:

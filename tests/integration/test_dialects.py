@@ -37,12 +37,12 @@ def pg_schemas(request: pytest.FixtureRequest) -> PostgresSchemas:
 
 
 def test_sqlite_migrations_reproduce_schema_sql() -> None:
-    assert snapshot.sqlite_dump() == snapshot.stored("sqlite")
+    assert snapshot.dump("sqlite") == snapshot.stored("sqlite")
 
 
 def test_postgres_migrations_reproduce_schema_sql(pg_schemas: PostgresSchemas) -> None:
     # A fresh schema with a random name: the dump replaces it with {schema}.
-    assert snapshot.postgres_dump(pg_schemas.dsn) == snapshot.stored("postgres")
+    assert snapshot.dump("postgres", pg_schemas.dsn) == snapshot.stored("postgres")
 
 
 def test_sqlite_codes_match_the_enums(tmp_path: Path) -> None:

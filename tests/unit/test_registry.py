@@ -121,3 +121,14 @@ def test_listing_the_providers_does_not_import_psycopg() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_driver_object_names_its_provider() -> None:
+    import sqlite3
+
+    psycopg = pytest.importorskip("psycopg")
+    assert registry.for_driver(sqlite3.OperationalError("disk full")) is registry.entry("sqlite")
+    with sqlite3.connect(":memory:") as conn:
+        assert registry.for_driver(conn) is registry.entry("sqlite")
+    assert registry.for_driver(psycopg.OperationalError("gone")) is registry.entry("postgres")
+    assert registry.for_driver(ValueError("not a driver's")) is None

@@ -60,4 +60,5 @@ ENTRY = ProviderEntry(
     qualifier=_qualifier,
     test_dsn="postgresql://postgres@127.0.0.1:5432/test",
     test_dsn_env="ACTA_TEST_DSN",
+    drivers=("psycopg",),
 )

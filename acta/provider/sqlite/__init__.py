@@ -57,4 +57,5 @@ ENTRY = ProviderEntry(
     fallback=True,
     paramstyle="named",
     qualifier=prefix,
+    drivers=("sqlite3", "aiosqlite"),
 )
