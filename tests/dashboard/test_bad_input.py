@@ -171,3 +171,11 @@ def test_a_session_cookie_that_is_not_ascii_is_refused_not_a_crash(
     )
     assert answer.status_code == 403, answer.text
     assert acta_app.get(populated.failed).status is JobStatus.FAILED
+
+
+@pytest.mark.parametrize("length", ["9" * 5000, "16385", "-1", "\u00b2"])
+def test_a_content_length_beyond_the_bound_is_a_413_not_a_crash(
+    acta_app: Acta, acta_host: object, dashboard: Callable[..., TestClient], length: str
+) -> None:
+    answer = dashboard().get("/api/overview", headers={"Content-Length": length.encode()})
+    assert answer.status_code == 413, answer.text
