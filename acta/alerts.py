@@ -192,9 +192,7 @@ class Alerts:
         why = validate_text(reason, field="reason", max_length=TEXT_MAX)
         ns, ledger = self.namespace, self._ledger()
         # One memory per call: a retry after a lost COMMIT reply answers as the first attempt.
-        return once(
-            lambda attempts: verbs.change_alert(ns, key, verb, actor, why, ledger.now(), attempts)
-        )
+        return once(verbs.change_alert, ns, key, verb, actor, why, ledger.now())
 
     def _after(self, change: Change, alert_id: int, verb: str) -> AlertInfo:
         changed, row = change

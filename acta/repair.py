@@ -102,7 +102,7 @@ class Repairs:
 
     def _restart(self, ref: JobRef | str, reason: str, actor: str) -> Callable[[], Verb[JobInfo]]:
         key, who, ns, now = _ref(ref), check_who(actor, reason), self.namespace, self._now()
-        return once(lambda attempts: verbs.restart(key, ns, who, now, attempts))
+        return once(verbs.restart, key, ns, who, now)
 
     def reschedule(
         self,
@@ -130,7 +130,7 @@ class Repairs:
     ) -> Callable[[], Verb[JobInfo]]:
         key, who, ns, now = _ref(ref), check_who(actor, reason), self.namespace, self._now()
         when = None if at is None else check_instant(at, "at")
-        return once(lambda attempts: verbs.reschedule(key, ns, when, who, now, attempts))
+        return once(verbs.reschedule, key, ns, when, who, now)
 
     def amend(
         self,
@@ -177,7 +177,7 @@ class Repairs:
             raise ValidationError(
                 "amend", "nothing to change", "give priority, max_attempts or tags"
             )
-        return once(lambda attempts: verbs.amend(key, ns, change, who, now, attempts))
+        return once(verbs.amend, key, ns, change, who, now)
 
     # -- definitions and the namespace ----------------------------------------------------
 
@@ -214,11 +214,7 @@ class Repairs:
             self.namespace,
             self._now(),
         )
-        return once(
-            lambda attempts: self._known(
-                verbs.pause_definition(ns, job, paused, who, now, attempts), job
-            )
-        )
+        return once(lambda: self._known(verbs.pause_definition(ns, job, paused, who, now), job))
 
     def pause_namespace(
         self,
@@ -262,7 +258,7 @@ class Repairs:
     ) -> Callable[[], Verb[bool]]:
         ns = self.namespace if namespace is None else validate_namespace(namespace)
         who, now = check_who(actor, reason), self._now()
-        return once(lambda attempts: verbs.pause_namespace(ns, paused, who, now, attempts))
+        return once(verbs.pause_namespace, ns, paused, who, now)
 
     def retire_definition(
         self, name: str, *, reason: str = "retired by an operator", actor: str = DEFAULT_ACTOR
@@ -291,7 +287,7 @@ class Repairs:
         )
 
         def batch(definition_id: int, after: int) -> Callable[[], Verb[BatchReport]]:
-            return once(lambda a: bulk.cancel_queue(definition_id, who, now, after, attempts=a))
+            return once(bulk.cancel_queue, definition_id, who, now, after, bulk.BATCH)
 
         return (lambda: self._known(verbs.retire(ns, job, who, now), job)), batch
 
@@ -339,9 +335,7 @@ class Repairs:
             self.namespace,
             self._now(),
         )
-        return flt, lambda after: once(
-            lambda a: bulk.restart_batch(ns, flt, who, now, after, bulk.BATCH, a)
-        )
+        return flt, lambda after: once(bulk.restart_batch, ns, flt, who, now, after, bulk.BATCH)
 
     def cancel_many(
         self,
@@ -373,9 +367,7 @@ class Repairs:
             self.namespace,
             self._now(),
         )
-        return flt, lambda after: once(
-            lambda a: bulk.cancel_batch(ns, flt, who, now, after, bulk.BATCH, a)
-        )
+        return flt, lambda after: once(bulk.cancel_batch, ns, flt, who, now, after, bulk.BATCH)
 
     def reschedule_many(
         self,
@@ -408,9 +400,7 @@ class Repairs:
         ns, now = self.namespace, self._now()
         return (
             flt,
-            lambda after: once(
-                lambda a: bulk.reschedule_batch(ns, flt, when, who, now, after, bulk.BATCH, a)
-            ),
+            lambda after: once(bulk.reschedule_batch, ns, flt, when, who, now, after, bulk.BATCH),
         )
 
     def purge(
@@ -447,9 +437,7 @@ class Repairs:
             self.namespace,
             self._now(),
         )
-        return flt, lambda after: once(
-            lambda a: bulk.purge_batch(ns, flt, who, now, after, bulk.BATCH, a)
-        )
+        return flt, lambda after: once(bulk.purge_batch, ns, flt, who, now, after, bulk.BATCH)
 
     def _bulk(self, flt: JobFilter, batch: Batch, dry_run: bool) -> BulkReport:
         if dry_run:

@@ -203,18 +203,16 @@ class Settings:
         ns, now = self.namespace, self._ledger().now()
         # One memory per call: a retry after a lost COMMIT reply answers as the first attempt.
         return once(
-            lambda attempts: verbs.write(
-                scope,
-                ns,
-                job,
-                checked,
-                value,
-                expected_version=expected,
-                actor=actor,
-                reason=reason,
-                now=now,
-                attempts=attempts,
-            )
+            verbs.write,
+            scope,
+            ns,
+            job,
+            checked,
+            value,
+            expected_version=expected,
+            actor=actor,
+            reason=reason,
+            now=now,
         )
 
 

@@ -59,7 +59,7 @@ class Signals(Overrides):
         code, body = encode_payload(payload, Any, "payload", self._registry.payload_cap)
         ns, now = self.namespace, self._read_ledger().now()
         # One memory per call: a retry after a lost COMMIT reply answers as the first attempt.
-        return once(lambda attempts: send_signal(key, ns, name, code, body, now, attempts))
+        return once(send_signal, key, ns, name, code, body, now)
 
     def signal(self, ref: JobRef | str, name: str, payload: Any = None) -> SignalOutcome:
         """Send signal ``name`` (with ``payload``) to a job. A job suspended on that signal is
@@ -82,13 +82,13 @@ class Signals(Overrides):
     def resume(self, ref: JobRef | str, reason: str = "resumed by an operator") -> JobStatus:
         """Take a paused job back to ready; ConflictError if it is not paused."""
         key, ns, now = str(JobRef.coerce(ref)), self.namespace, self._read_ledger().now()
-        return self._run(once(lambda attempts: resume(key, ns, reason, now, attempts)))
+        return self._run(once(resume, key, ns, reason, now))
 
     async def resume_async(
         self, ref: JobRef | str, reason: str = "resumed by an operator"
     ) -> JobStatus:
         key, ns, now = str(JobRef.coerce(ref)), self.namespace, self._read_ledger().now()
-        return await self._run_async(once(lambda attempts: resume(key, ns, reason, now, attempts)))
+        return await self._run_async(once(resume, key, ns, reason, now))
 
     def progress(self, ref: JobRef | str) -> Progress | None:
         """The job's progress slot; None if its handler never wrote one."""

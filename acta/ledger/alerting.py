@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from acta.ledger.doubt import Attempts, event_probe, recorded
+from acta.ledger.doubt import event_probe
 from acta.ledger.events import event_params
 from acta.model.codes import AlertSeverity, EventCode
 from acta.model.rows import Transition
@@ -140,24 +140,11 @@ def list_alerts(namespace: str, everything: bool, limit: int) -> Verb[list[dict[
 
 
 def change_alert(
-    namespace: str,
-    alert_id: int,
-    verb: str,
-    actor: str,
-    reason: str,
-    now: datetime | None,
-    attempts: Attempts | None = None,
-) -> Verb[tuple[bool, dict[str, Any] | None]]:
-    """An operator's acknowledge or resolve: (changed, the alert as it is now). Not changed
-    when the alert is missing (None) or already in the state asked for. With the call's
-    ``attempts``, a retry after a lost COMMIT reply answers as the first attempt did."""
-    change = _change_alert(namespace, alert_id, verb, actor, reason, now)
-    return (yield from recorded(attempts, change))
-
-
-def _change_alert(
     namespace: str, alert_id: int, verb: str, actor: str, reason: str, now: datetime | None
 ) -> Verb[tuple[tuple[bool, dict[str, Any] | None], Op | None]]:
+    """An operator's acknowledge or resolve: (changed, the alert as it is now). Not changed
+    when the alert is missing (None) or already in the state asked for. With the probe of its
+    event, for ``acta.ledger.doubt.once``."""
     statement, code = {
         "acknowledge": ("alert_acknowledge", EventCode.ALERT_ACKNOWLEDGED),
         "resolve": ("alert_resolve", EventCode.ALERT_RESOLVED),

@@ -1,78 +1,53 @@
-"""What one call of a verb remembers across the provider's whole-verb retries, so that a retry
-after a lost COMMIT reply recognises what its first attempt committed.
+"""One call of a verb, recognised across the provider's whole-verb retries: a retry after a
+lost COMMIT reply finds what its first attempt committed and answers as that attempt did.
 
 A provider runs a verb again from the top when its connection is lost (reliability rule 7). If
 the loss hit the COMMIT's reply, the first attempt's writes are already in the ledger. Writes
 keyed by a natural identity (an upsert, ON CONFLICT DO NOTHING, a guard on the state they
 write) are harmless to repeat. The others are not: an event or an alert row would be written
 twice, and an operator verb whose own change already landed would find the row moved and
-report a refusal. For those the caller makes one ``Attempts`` per call and builds every
-attempt's verb with it.
+report a refusal.
 
-Before it ends (its COMMIT is all that follows), an attempt notes a row only it can have
-written: an id the database handed out, and the read that finds that row (``remember``). The
-next attempt first runs that read (``recall``). Found: the first attempt committed, and its
-answer is the call's answer, with nothing written again. Not found: it rolled back, and the
-verb runs as if for the first time. Ids handed out to a transaction that rolled back are
-never the answer to a read that also checks what the row says (PostgreSQL never hands an id
-out twice; SQLite runs one writer and never retries a committed verb).
+Such a verb answers a pair: its answer, and the probe of what it wrote (a read that finds a
+row only this attempt can have written: an id the database handed out), or None when it wrote
+nothing. The caller builds the call's verb factory with ``once(verb, *args)``: every attempt
+shares one memory. An attempt that ends (its COMMIT is all that follows) is remembered with
+its probe; the next attempt runs that probe first. Found: the earlier attempt committed, and
+its answer is the call's answer, with nothing run again. Not found: it rolled back, and the
+verb runs as if for the first time. A probe also checks what the row says, so an id handed
+out to a transaction that rolled back never passes for it (PostgreSQL never hands an id out
+twice; SQLite runs one writer and never retries a committed verb).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from acta.provider.verb import Op, Verb, fetch_one
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
-class Attempts:
-    """The memory of one call across its attempts (see the module docstring)."""
+def once(
+    verb: Callable[P, Verb[tuple[T, Op | None]]], *args: P.args, **kwargs: P.kwargs
+) -> Callable[[], Verb[T]]:
+    """The verb factory of one call of ``verb(*args, **kwargs)`` (see the module docstring)."""
+    memory: list[tuple[Op, Any]] = []  # the ended attempt's probe and answer, if any
 
-    __slots__ = ("_answer", "_probe")
+    def attempt() -> Verb[T]:
+        if memory:
+            earlier_probe, earlier = memory[-1]
+            if (yield earlier_probe) is not None:
+                return earlier  # type: ignore[no-any-return]
+            memory.clear()  # it rolled back
+        answer, probe = yield from verb(*args, **kwargs)
+        if probe is not None:
+            memory.append((probe, answer))
+        return answer
 
-    def __init__(self) -> None:
-        self._probe: Op | None = None
-        self._answer: Any = None
-
-    def remember(self, probe: Op, answer: Any) -> None:
-        """This attempt wrote what ``probe`` finds and will answer ``answer`` if it commits."""
-        self._probe, self._answer = probe, answer
-
-    def recall(self) -> Verb[tuple[bool, Any]]:
-        """(True, the earlier answer) when an earlier attempt of this call committed; else
-        (False, None), and the earlier attempt is forgotten."""
-        probe, self._probe = self._probe, None
-        if probe is None:
-            return False, None
-        found = yield probe
-        if found is None:
-            self._answer = None
-            return False, None
-        self._probe = probe  # a later retry of this attempt must find it again
-        return True, self._answer
-
-
-def once(build: Callable[[Attempts], Verb[T]]) -> Callable[[], Verb[T]]:
-    """The verb factory of one call: every attempt's verb is built with the same memory."""
-    attempts = Attempts()
-    return lambda: build(attempts)
-
-
-def recorded(attempts: Attempts | None, verb: Verb[tuple[T, Op | None]]) -> Verb[T]:
-    """Run ``verb``, which answers (its answer, the probe of what it wrote or None when it
-    wrote nothing), once per call: a retry whose earlier attempt committed answers as that
-    attempt did and runs nothing else. No ``attempts``: no memory (each run stands alone)."""
-    if attempts is not None:
-        done, earlier = yield from attempts.recall()
-        if done:
-            return earlier  # type: ignore[no-any-return]
-    answer, probe = yield from verb
-    if attempts is not None and probe is not None:
-        attempts.remember(probe, answer)
-    return answer
+    return attempt
 
 
 def event_probe(event_id: int, code: int) -> Op:

@@ -20,13 +20,13 @@ from datetime import datetime
 from typing import Any
 
 from acta.ledger.control import cancel
-from acta.ledger.doubt import Attempts, event_probe
+from acta.ledger.doubt import event_probe
 from acta.ledger.enqueue import enqueue
 from acta.ledger.events import event_params
 from acta.ledger.fence import RunLease, guard_run
 from acta.model.codes import EventCode, Reason, StepState, WaitKind
 from acta.model.rows import DefinitionSpec, Enqueued, NewJob
-from acta.provider.verb import Verb, execute, execute_many, fetch_all, fetch_one
+from acta.provider.verb import Op, Verb, execute, execute_many, fetch_all, fetch_one
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,37 +196,23 @@ def signal_of(job_id: int, name: str) -> Verb[StoredSignal | None]:
 
 
 def note(
-    lease: RunLease,
-    code: EventCode,
-    message: str,
-    detail: str | None,
-    now: datetime | None,
-    attempts: Attempts,
-) -> Verb[bool]:
-    """A handler's note: written whatever the audit level, once per call (``attempts``)."""
+    lease: RunLease, code: EventCode, message: str, detail: str | None, now: datetime | None
+) -> Verb[tuple[bool, Op | None]]:
+    """A handler's note, written whatever the audit level; with the probe that finds it (run
+    it with ``acta.ledger.doubt.once``: a note has no key to find it by)."""
     if not (yield from guard_run(lease, now, "note")):
-        return False
-    if (yield from attempts.recall())[0]:
-        return True
+        return False, None
     row = yield fetch_one("insert_event_id", _event(lease, now, code, message, detail=detail))
-    attempts.remember(event_probe(row["id"], int(code)), True)
-    return True
+    return True, event_probe(row["id"], int(code))
 
 
 def open_alert(
-    lease: RunLease,
-    severity: int,
-    title: str,
-    detail: str | None,
-    now: datetime | None,
-    attempts: Attempts,
-) -> Verb[int | None]:
-    """A handler's alert and its event, opened once per call (``attempts``)."""
+    lease: RunLease, severity: int, title: str, detail: str | None, now: datetime | None
+) -> Verb[tuple[int | None, Op | None]]:
+    """A handler's alert and its event; with the probe that finds it (run it with
+    ``acta.ledger.doubt.once``: an alert has no key to find it by)."""
     if not (yield from guard_run(lease, now, "alert")):
-        return None
-    done, alert_id = yield from attempts.recall()
-    if done:
-        return int(alert_id)
+        return None, None
     row = yield fetch_one(
         "alert_insert",
         {
@@ -242,9 +228,7 @@ def open_alert(
     )
     yield execute("insert_event", _event(lease, now, EventCode.ALERT_OPENED, title, detail=detail))
     alert_id = int(row["alert_id"])
-    probe = fetch_one("alert_written", {"alert_id": alert_id, "job_id": lease.job_id})
-    attempts.remember(probe, alert_id)
-    return alert_id
+    return alert_id, fetch_one("alert_written", {"alert_id": alert_id, "job_id": lease.job_id})
 
 
 def spawn(

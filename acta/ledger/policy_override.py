@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from acta.errors import ConflictError, UnknownJobError
-from acta.ledger.doubt import Attempts, event_probe, recorded
+from acta.ledger.doubt import event_probe
 from acta.ledger.events import event_params
 from acta.model.codes import EventCode
 from acta.provider.verb import Op, Verb, execute, fetch_all, fetch_one
@@ -50,35 +50,10 @@ def change(
     actor: str,
     reason: str,
     now: datetime | None,
-    attempts: Attempts | None = None,
-) -> Verb[tuple[dict[str, Any], int]]:
-    """Set ``changes`` (stored keys) and drop ``cleared`` keys of the job's override; returns
-    the override now and its version. Given the call's ``attempts`` (``acta.ledger.doubt``),
-    a retry after a lost COMMIT reply answers what its first attempt wrote."""
-    changed = _change(
-        namespace,
-        job_name,
-        changes,
-        cleared,
-        expected_version=expected_version,
-        actor=actor,
-        reason=reason,
-        now=now,
-    )
-    return (yield from recorded(attempts, changed))
-
-
-def _change(
-    namespace: str,
-    job_name: str,
-    changes: Mapping[str, Any],
-    cleared: Sequence[str],
-    *,
-    expected_version: int,
-    actor: str,
-    reason: str,
-    now: datetime | None,
 ) -> Verb[tuple[tuple[dict[str, Any], int], Op | None]]:
+    """Set ``changes`` (stored keys) and drop ``cleared`` keys of the job's override; returns
+    the override now and its version; with the probe of its event, for
+    ``acta.ledger.doubt.once`` (a retry after a lost COMMIT reply answers what it wrote)."""
     row = yield fetch_one("policy_override_of", {"namespace": namespace, "job_name": job_name})
     if row is None:
         raise UnknownJobError(f"no job {job_name!r} in namespace {namespace!r}")

@@ -9,9 +9,9 @@ writes its event in the same transaction, whatever the definition's audit level,
 verb, the actor and the reason in the event's detail (JSON). Arguments are checked by the
 caller (``acta.repair``) before any statement runs.
 
-A verb given the ``Attempts`` of its call (``acta.ledger.doubt``) recognises its own earlier
-attempt whose COMMIT reply was lost: the retry finds the event that attempt wrote and answers
-as it would have, instead of finding the row moved and refusing.
+The verbs that change something answer with the probe of the event they wrote, and the caller
+runs them with ``acta.ledger.doubt.once``: a retry after a lost COMMIT reply finds that event
+and answers as the first attempt did, instead of finding the row moved and refusing.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from datetime import datetime
 
 from acta.errors import ConflictError, JobNotFoundError, JobStateError, UnknownJobError
 from acta.ledger import read
-from acta.ledger.doubt import Attempts, event_probe, job_event_probe, recorded
+from acta.ledger.doubt import event_probe, job_event_probe
 from acta.ledger.events import Who, event_params
 from acta.ledger.schedule import SLOT_KEY_PREFIX
 from acta.ledger.transition import apply_transition
@@ -130,15 +130,9 @@ def restart_row(info: JobInfo, who: Who, now: datetime | None) -> Verb[bool]:
 
 
 def restart(
-    job_ref: str, namespace: str, who: Who, now: datetime | None, attempts: Attempts | None = None
-) -> Verb[JobInfo]:
-    """Run a finished job again with its stored input, under the same ref."""
-    return (yield from recorded(attempts, _restart(job_ref, namespace, who, now)))
-
-
-def _restart(
     job_ref: str, namespace: str, who: Who, now: datetime | None
 ) -> Verb[tuple[JobInfo, Op | None]]:
+    """Run a finished job again with its stored input, under the same ref."""
     for _ in range(TRIES):
         info = yield from _job(job_ref, namespace, "restart")
         if (yield from restart_row(info, who, now)):
@@ -177,20 +171,9 @@ def reschedule_row(
 
 
 def reschedule(
-    job_ref: str,
-    namespace: str,
-    at: datetime | None,
-    who: Who,
-    now: datetime | None,
-    attempts: Attempts | None = None,
-) -> Verb[JobInfo]:
-    """Move a ready job's next run to an instant, or to now."""
-    return (yield from recorded(attempts, _reschedule(job_ref, namespace, at, who, now)))
-
-
-def _reschedule(
     job_ref: str, namespace: str, at: datetime | None, who: Who, now: datetime | None
 ) -> Verb[tuple[JobInfo, Op | None]]:
+    """Move a ready job's next run to an instant, or to now."""
     for _ in range(TRIES):
         info = yield from _job(job_ref, namespace, "reschedule")
         if (yield from reschedule_row(info, at, who, now)):
@@ -200,20 +183,9 @@ def _reschedule(
 
 
 def amend(
-    job_ref: str,
-    namespace: str,
-    change: Amendment,
-    who: Who,
-    now: datetime | None,
-    attempts: Attempts | None = None,
-) -> Verb[JobInfo]:
-    """Change the priority, attempt limit or tags of a job that has not finished."""
-    return (yield from recorded(attempts, _amend(job_ref, namespace, change, who, now)))
-
-
-def _amend(
     job_ref: str, namespace: str, change: Amendment, who: Who, now: datetime | None
 ) -> Verb[tuple[JobInfo, Op | None]]:
+    """Change the priority, attempt limit or tags of a job that has not finished."""
     for _ in range(TRIES):
         info = yield from _job(job_ref, namespace, "amend")
         if info.status.terminal:
@@ -299,20 +271,9 @@ def _scope_event(
 
 
 def pause_definition(
-    namespace: str,
-    name: str,
-    paused: bool,
-    who: Who,
-    now: datetime | None,
-    attempts: Attempts | None = None,
-) -> Verb[bool]:
-    """Stop (or restart) claims of one definition; False when it already was so."""
-    return (yield from recorded(attempts, _pause_definition(namespace, name, paused, who, now)))
-
-
-def _pause_definition(
     namespace: str, name: str, paused: bool, who: Who, now: datetime | None
 ) -> Verb[tuple[bool, Op | None]]:
+    """Stop (or restart) claims of one definition; False when it already was so."""
     row = yield from _definition(namespace, name)
     verb = "pause" if paused else "resume"
     if row["retired"]:
@@ -342,15 +303,9 @@ def _pause_definition(
 
 
 def pause_namespace(
-    namespace: str, paused: bool, who: Who, now: datetime | None, attempts: Attempts | None = None
-) -> Verb[bool]:
-    """Stop (or restart) every claim in a namespace; False when it already was so."""
-    return (yield from recorded(attempts, _pause_namespace(namespace, paused, who, now)))
-
-
-def _pause_namespace(
     namespace: str, paused: bool, who: Who, now: datetime | None
 ) -> Verb[tuple[bool, Op | None]]:
+    """Stop (or restart) every claim in a namespace; False when it already was so."""
     row = yield fetch_one("repair_namespace", {"namespace": namespace})
     if row is None:
         raise UnknownJobError(f"no namespace {namespace!r} in this ledger")

@@ -7,9 +7,10 @@ is changed by the same guarded single-job verb as ``acta.ledger.repair``; a job 
 since the batch was read is counted as skipped, not retried. The caller (``acta.repair``)
 loops while a batch says there is more.
 
-Given the ``Attempts`` of its call (``acta.ledger.doubt``), a batch whose COMMIT reply was lost
-and that the provider runs again answers the first attempt's report: read again, the jobs it
-changed no longer match, and the walk would stop early, counting nothing.
+A batch answers its report with the probe of the last event it wrote, and the caller runs it
+with ``acta.ledger.doubt.once``: a batch whose COMMIT reply was lost and that the provider runs
+again answers the first attempt's report (read again, the jobs it changed no longer match, and
+the walk would stop early, counting nothing).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from datetime import datetime
 from acta.errors import ConflictError, JobStateError
 from acta.ledger import read
 from acta.ledger.control import cancel
-from acta.ledger.doubt import Attempts, job_event_probe, recorded
+from acta.ledger.doubt import job_event_probe
 from acta.ledger.events import Who, event_params
 from acta.ledger.repair import reschedule_row, restart_row
 from acta.model.codes import EventCode, JobStatus, Reason
@@ -107,22 +108,9 @@ def _batch(
 
 
 def restart_batch(
-    namespace: str,
-    flt: JobFilter,
-    who: Who,
-    now: datetime | None,
-    after_id: int,
-    limit: int,
-    attempts: Attempts | None = None,
-) -> Verb[BatchReport]:
-    """Restart the next batch of matching finished jobs."""
-    batch = _restart_batch(namespace, flt, who, now, after_id, limit)
-    return (yield from recorded(attempts, _probed(batch, EventCode.RESTARTED)))
-
-
-def _restart_batch(
     namespace: str, flt: JobFilter, who: Who, now: datetime | None, after_id: int, limit: int
-) -> Verb[tuple[BatchReport, int | None]]:
+) -> Verb[tuple[BatchReport, Op | None]]:
+    """Restart the next batch of matching finished jobs."""
     refs = yield from _batch(namespace, flt, flt.statuses, after_id, limit)
     report = BatchReport(more=len(refs) >= limit)
     last = max([after_id, *(job_id for job_id, _ in refs)])
@@ -138,7 +126,7 @@ def _restart_batch(
             done = False  # matched as finished, restarted by someone else since
         report = _did(report, ref) if done else _skip(report)
         wrote = info.job_id if done else wrote
-    return _at(report, last), wrote
+    return _at(report, last), (yield from _probe(wrote, EventCode.RESTARTED))
 
 
 def reschedule_batch(
@@ -149,22 +137,8 @@ def reschedule_batch(
     now: datetime | None,
     after_id: int,
     limit: int,
-    attempts: Attempts | None = None,
-) -> Verb[BatchReport]:
+) -> Verb[tuple[BatchReport, Op | None]]:
     """Move the next batch of matching ready jobs to ``at`` (None: now)."""
-    batch = _reschedule_batch(namespace, flt, at, who, now, after_id, limit)
-    return (yield from recorded(attempts, _probed(batch, EventCode.RUN_AT_CHANGED)))
-
-
-def _reschedule_batch(
-    namespace: str,
-    flt: JobFilter,
-    at: datetime | None,
-    who: Who,
-    now: datetime | None,
-    after_id: int,
-    limit: int,
-) -> Verb[tuple[BatchReport, int | None]]:
     refs = yield from _batch(namespace, flt, flt.statuses, after_id, limit)
     report = BatchReport(more=len(refs) >= limit)
     last = max([after_id, *(job_id for job_id, _ in refs)])
@@ -180,26 +154,13 @@ def _reschedule_batch(
             done = False
         report = _did(report, ref) if done else _skip(report)
         wrote = info.job_id if done else wrote
-    return _at(report, last), wrote
+    return _at(report, last), (yield from _probe(wrote, EventCode.RUN_AT_CHANGED))
 
 
 def cancel_batch(
-    namespace: str,
-    flt: JobFilter,
-    who: Who,
-    now: datetime | None,
-    after_id: int,
-    limit: int,
-    attempts: Attempts | None = None,
-) -> Verb[BatchReport]:
-    """Cancel the next batch of matching unfinished jobs (a running one is asked to stop)."""
-    batch = _cancel_batch(namespace, flt, who, now, after_id, limit)
-    return (yield from recorded(attempts, batch))
-
-
-def _cancel_batch(
     namespace: str, flt: JobFilter, who: Who, now: datetime | None, after_id: int, limit: int
 ) -> Verb[tuple[BatchReport, Op | None]]:
+    """Cancel the next batch of matching unfinished jobs (a running one is asked to stop)."""
     refs = yield from _batch(namespace, flt, flt.statuses, after_id, limit)
     report = BatchReport(more=len(refs) >= limit)
     last = max([after_id, *(job_id for job_id, _ in refs)])
@@ -219,28 +180,15 @@ def _cancel_batch(
             wrote = info.job_id, EventCode.CANCELLED
         elif not info.cancel_requested:  # asked before: this batch wrote nothing for it
             wrote = info.job_id, EventCode.CANCEL_REQUESTED
-    probe = None if wrote is None else (yield from job_event_probe(wrote[0], int(wrote[1])))
+    probe = None if wrote is None else (yield from _probe(*wrote))
     return _at(report, last), probe
 
 
 def purge_batch(
-    namespace: str,
-    flt: JobFilter,
-    who: Who,
-    now: datetime | None,
-    after_id: int,
-    limit: int,
-    attempts: Attempts | None = None,
-) -> Verb[BatchReport]:
+    namespace: str, flt: JobFilter, who: Who, now: datetime | None, after_id: int, limit: int
+) -> Verb[tuple[BatchReport, Op | None]]:
     """Delete the next batch of matching finished jobs; their events stay, with one purged
     event each saying who removed them."""
-    batch = _purge_batch(namespace, flt, who, now, after_id, limit)
-    return (yield from recorded(attempts, _probed(batch, EventCode.PURGED)))
-
-
-def _purge_batch(
-    namespace: str, flt: JobFilter, who: Who, now: datetime | None, after_id: int, limit: int
-) -> Verb[tuple[BatchReport, int | None]]:
     params = {**_params(namespace, flt, flt.statuses), "after_id": after_id, "limit": limit}
     rows = yield fetch_all("repair_select", params)
     more = len(rows) >= limit
@@ -278,26 +226,15 @@ def _purge_batch(
         last_id=max(ids),
         more=more,
     )
-    return report, (gone[-1]["job_id"] if gone else None)
+    wrote = gone[-1]["job_id"] if gone else None
+    return report, (yield from _probe(wrote, EventCode.PURGED))
 
 
 def cancel_queue(
-    definition_id: int,
-    who: Who,
-    now: datetime | None,
-    after_id: int,
-    limit: int | None = None,
-    attempts: Attempts | None = None,
-) -> Verb[BatchReport]:
+    definition_id: int, who: Who, now: datetime | None, after_id: int, limit: int
+) -> Verb[tuple[BatchReport, Op | None]]:
     """Cancel up to ``limit`` waiting (not running) jobs of a retired definition, after
     job id ``after_id``. Recurring slots are left alone: paused with it, they never run."""
-    batch = _cancel_queue(definition_id, who, now, after_id, BATCH if limit is None else limit)
-    return (yield from recorded(attempts, _probed(batch, EventCode.CANCELLED)))
-
-
-def _cancel_queue(
-    definition_id: int, who: Who, now: datetime | None, after_id: int, limit: int
-) -> Verb[tuple[BatchReport, int | None]]:
     params = {"definition_id": definition_id, "after_id": after_id, "limit": limit}
     rows = yield fetch_all("repair_queued_of", params)
     last = max([after_id, *(row["job_id"] for row in rows)])
@@ -314,20 +251,18 @@ def _cancel_queue(
         done = status is JobStatus.CANCELLED
         report = _did(report, info.job_ref) if done else _skip(report)
         wrote = info.job_id if done else wrote
-    return report, wrote
+    return report, (yield from _probe(wrote, EventCode.CANCELLED))
 
 
 _RUNNING = (JobStatus.DISPATCHED, JobStatus.EXECUTING)
 
 
-def _probed(
-    batch: Verb[tuple[BatchReport, int | None]], code: EventCode
-) -> Verb[tuple[BatchReport, Op | None]]:
-    """A batch's report, with the probe of the ``code`` event it wrote last (on the job it
-    names), if it wrote one."""
-    report, job_id = yield from batch
-    probe = None if job_id is None else (yield from job_event_probe(job_id, int(code)))
-    return report, probe
+def _probe(job_id: int | None, code: EventCode) -> Verb[Op | None]:
+    """The probe of the ``code`` event a batch wrote last, on job ``job_id`` (None: it wrote
+    nothing, so a retry has nothing to find)."""
+    if job_id is None:
+        return None
+    return (yield from job_event_probe(job_id, int(code)))
 
 
 def _did(report: BatchReport, ref: str) -> BatchReport:

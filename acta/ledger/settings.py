@@ -2,9 +2,10 @@
 
 A write names the version it read (0: the setting must not exist yet), runs in one
 transaction with a ``setting-changed`` event, and raises ConflictError when the row is not at
-that version any more, having changed nothing. Given the ``Attempts`` of its call
-(``acta.ledger.doubt``), a write whose COMMIT reply was lost and that the provider runs again
-answers the version it wrote instead of finding the row one version on and refusing.
+that version any more, having changed nothing. A write answers with the probe of its event,
+and the caller runs it with ``acta.ledger.doubt.once``: a write whose COMMIT reply was lost
+and that the provider runs again answers the version it wrote instead of finding the row one
+version on and refusing.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from acta.errors import ConflictError, UnknownJobError
-from acta.ledger.doubt import Attempts, event_probe, recorded
+from acta.ledger.doubt import event_probe
 from acta.ledger.events import event_params
 from acta.model.codes import EventCode, SettingScope
 from acta.provider.verb import Op, Verb, execute, fetch_all, fetch_one
@@ -57,27 +58,9 @@ def write(
     actor: str,
     reason: str,
     now: datetime | None,
-    attempts: Attempts | None = None,
-) -> Verb[int]:
+) -> Verb[tuple[int, Op | None]]:
     """Set (``value`` JSON text) or delete (``value`` None) one setting; returns its new
     version (0 once deleted)."""
-    place = (scope, namespace, job_name, name, value)
-    written = _write(*place, expected_version=expected_version, actor=actor, reason=reason, now=now)
-    return (yield from recorded(attempts, written))
-
-
-def _write(
-    scope: SettingScope,
-    namespace: str,
-    job_name: str | None,
-    name: str,
-    value: str | None,
-    *,
-    expected_version: int,
-    actor: str,
-    reason: str,
-    now: datetime | None,
-) -> Verb[tuple[int, Op | None]]:
     namespace_id, definition_id = yield from _place(scope, namespace, job_name)
     where = {
         "name": name,

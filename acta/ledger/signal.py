@@ -6,9 +6,9 @@ locked first, so a handler suspending on the same signal at the same moment eith
 first (and is woken here) or finds the signal when it takes the lock (``acta.ledger.latch``).
 ``resume`` takes a paused job back to ready.
 
-Both recognise, through the ``Attempts`` of their call (``acta.ledger.doubt``), an earlier
-attempt whose COMMIT reply was lost: the retry answers what that attempt would have (a signal
-stored or released, not "already sent"; a job resumed, not "not paused").
+Both answer with the probe of the event they wrote, and the caller runs them with
+``acta.ledger.doubt.once``: a retry after a lost COMMIT reply answers what the first attempt
+would have (a signal stored or released, not "already sent"; a job resumed, not "not paused").
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from datetime import datetime
 from acta.errors import ConflictError, JobNotFoundError
 from acta.ledger import read
 from acta.ledger.control import check_reason
-from acta.ledger.doubt import Attempts, event_probe, job_event_probe, recorded
+from acta.ledger.doubt import event_probe, job_event_probe
 from acta.ledger.events import event_params
 from acta.ledger.latch import wake
 from acta.ledger.transition import apply_transition
@@ -29,23 +29,10 @@ from acta.provider.verb import Op, Verb, fetch_all, fetch_one
 
 
 def send_signal(
-    job_ref: str,
-    namespace: str,
-    name: str,
-    codec: int,
-    body: bytes,
-    now: datetime | None,
-    attempts: Attempts | None = None,
-) -> Verb[SignalOutcome]:
-    """Deliver signal ``name`` to a job; what happened, as a SignalOutcome (never an error for
-    an unknown or finished job: senders race with jobs ending, and that is not a bug)."""
-    sent = _send_signal(job_ref, namespace, name, codec, body, now)
-    return (yield from recorded(attempts, sent))
-
-
-def _send_signal(
     job_ref: str, namespace: str, name: str, codec: int, body: bytes, now: datetime | None
 ) -> Verb[tuple[SignalOutcome, Op | None]]:
+    """Deliver signal ``name`` to a job; what happened, as a SignalOutcome (never an error for
+    an unknown or finished job: senders race with jobs ending, and that is not a bug)."""
     target = yield fetch_one("signal_target", {"job_ref": job_ref, "namespace": namespace})
     if target is None:
         return SignalOutcome.NO_SUCH_JOB, None
@@ -77,20 +64,10 @@ def _send_signal(
 
 
 def resume(
-    job_ref: str,
-    namespace: str,
-    reason: str,
-    now: datetime | None,
-    attempts: Attempts | None = None,
-) -> Verb[JobStatus]:
-    """Take a paused job back to ready, now."""
-    check_reason(reason)
-    return (yield from recorded(attempts, _resume(job_ref, namespace, reason, now)))
-
-
-def _resume(
     job_ref: str, namespace: str, reason: str, now: datetime | None
 ) -> Verb[tuple[JobStatus, Op | None]]:
+    """Take a paused job back to ready, now."""
+    check_reason(reason)
     info = yield from read.job(job_ref, namespace)
     if info is None:
         raise JobNotFoundError(f"no job {job_ref} in namespace {namespace!r}")

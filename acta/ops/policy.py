@@ -115,17 +115,15 @@ class PolicyOverrides:
         ns, now = self.namespace, self._ledger().now()
         # One memory per call: a retry after a lost COMMIT reply answers as the first attempt.
         return name, once(
-            lambda attempts: verbs.change(
-                ns,
-                name,
-                changes,
-                cleared,
-                expected_version=expected,
-                actor=actor,
-                reason=reason,
-                now=now,
-                attempts=attempts,
-            )
+            verbs.change,
+            ns,
+            name,
+            changes,
+            cleared,
+            expected_version=expected,
+            actor=actor,
+            reason=reason,
+            now=now,
         )
 
     def _in_force(self, name: str, policy: dict[str, Any], version: int) -> PolicyInForce:

@@ -27,7 +27,7 @@ from acta.errors import (
 )
 from acta.instant import check_instant
 from acta.ledger import durable as verbs
-from acta.ledger.doubt import Attempts
+from acta.ledger.doubt import once
 from acta.model.codes import EventCode, Reason, StepState, WaitKind
 from acta.model.rows import WaitRef
 from acta.outcome import Cancel, SignalResult
@@ -263,10 +263,8 @@ class DurablePort(Children):
     async def note(self, text: str) -> None:
         check_text(text, "text")
         lease, now = self.lease, self._now()
-        attempts = Attempts()  # one note per call, however often the provider retries it
-        await self._write(
-            lambda: verbs.note(lease, EventCode.NOTE, text, None, now, attempts), "the note"
-        )
+        # One note per call, however often the provider runs the verb again.
+        await self._write(once(verbs.note, lease, EventCode.NOTE, text, None, now), "the note")
 
     async def alert(self, title: str, detail: str | None, severity: str) -> None:
         check_text(title, "title", NAME_MAX)
@@ -277,9 +275,7 @@ class DurablePort(Children):
                 "severity", f"got {severity!r}", "'info', 'warning' or 'critical'"
             )
         lease, now, level = self.lease, self._now(), _SEVERITIES[severity]
-        attempts = Attempts()  # one alert per call, however often the provider retries it
-        await self._write(
-            lambda: verbs.open_alert(lease, level, title, detail, now, attempts), "the alert"
-        )
+        # One alert per call, however often the provider runs the verb again.
+        await self._write(once(verbs.open_alert, lease, level, title, detail, now), "the alert")
         if self.env.ledger.telemetry is not None:
             self.env.ledger.telemetry.alert_opened(self.env.namespace, self.run.job.name, severity)
