@@ -77,6 +77,9 @@ class ProviderEntry:
     drivers: tuple[str, ...] = ()
     """The top-level modules of its drivers, sync and async (``("sqlite3", "aiosqlite")``): a
     connection or an error whose type comes from one of them is this provider's."""
+    outbox: str | None = None
+    """The module whose ``OUTBOX`` is this provider's acta.provider.outbox.OutboxDialect (its
+    ``outbox/`` folder holds the SQL); None: it cannot be an outbox source."""
 
     def matches(self, target: str) -> bool:
         return self.accepts(target)

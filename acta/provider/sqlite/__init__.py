@@ -58,4 +58,5 @@ ENTRY = ProviderEntry(
     paramstyle="named",
     qualifier=prefix,
     drivers=("sqlite3", "aiosqlite"),
+    outbox="acta.provider.sqlite.outbox",
 )
