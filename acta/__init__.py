@@ -31,6 +31,7 @@ from acta.errors import (
     StepConflictError,
     StepInterruptedError,
     UnknownJobError,
+    UnknownOptionError,
     ValidationError,
     WaitTimeoutError,
 )
@@ -38,6 +39,7 @@ from acta.ids import JobRef
 from acta.ledger.facade import LedgerHook
 from acta.model.codes import AuditLevel, EventCode, JobStatus, Outcome, Reason, WorkerStatus
 from acta.model.rows import EventInfo, JobInfo, WorkerInfo
+from acta.options import EnqueueOptions, JobOptions
 from acta.outcome import (
     Cancel,
     ChildOutcome,
@@ -69,6 +71,7 @@ __all__ = [
     "ConflictError",
     "DatabaseUnavailableError",
     "Directive",
+    "EnqueueOptions",
     "EventCode",
     "EventInfo",
     "Fail",
@@ -83,6 +86,7 @@ __all__ = [
     "JobFailedError",
     "JobInfo",
     "JobNotFoundError",
+    "JobOptions",
     "JobPolicy",
     "JobPurgedError",
     "JobRef",
@@ -110,6 +114,7 @@ __all__ = [
     "SyncJobContext",
     "SystemClock",
     "UnknownJobError",
+    "UnknownOptionError",
     "ValidationError",
     "WaitTimeoutError",
     "WorkerInfo",

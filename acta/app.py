@@ -15,7 +15,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from acta.alerting import Alerting
 from acta.alerts import Alerts
@@ -30,6 +30,7 @@ from acta.ledger.facade import Ledger
 from acta.names import validate_job_name, validate_namespace, validate_schema_name
 from acta.namespaces import Namespaces
 from acta.ops import Operations
+from acta.options import JOB_OPTIONS, EnqueueOptions, JobOptions, check_options
 from acta.outbox import staging as outbox
 from acta.outbox.quarantine import Quarantine
 from acta.outbox.source import OutboxSource
@@ -270,10 +271,13 @@ class Acta(Reader):
         *,
         input: Any = None,
         result: Any = None,
-        **policy: Any,
+        **policy: Unpack[JobOptions],
     ) -> Callable[[F], JobDefinition[Any, Any]]:
-        """Declare a job. Policy: max_attempts, backoff, timeout, priority, audit."""
+        """Declare a job; ``policy`` is ``JobOptions`` (max_attempts, backoff, timeout,
+        priority, audit, schedule, ...). An option it does not take is an UnknownOptionError
+        naming it, before the decorated function is looked at."""
         validate_job_name(name)
+        check_options(policy, JOB_OPTIONS, "job")
         parsed = JobPolicy.build(**policy)
 
         def register(handler: F) -> JobDefinition[Any, Any]:
@@ -287,10 +291,17 @@ class Acta(Reader):
         return register
 
     def define(
-        self, name: str, /, *, input: Any = None, result: Any = None, **policy: Any
+        self,
+        name: str,
+        /,
+        *,
+        input: Any = None,
+        result: Any = None,
+        **policy: Unpack[JobOptions],
     ) -> JobDefinition[Any, Any]:
         """Declare a job without a handler, for producers that only enqueue it."""
         validate_job_name(name)
+        check_options(policy, JOB_OPTIONS, "define")
         definition: JobDefinition[Any, Any] = JobDefinition(
             name, None, JobPolicy.build(**policy), input_type=input, result_type=result
         )
@@ -310,23 +321,36 @@ class Acta(Reader):
 
     # -- enqueue (the producer) -----------------------------------------------------------
 
-    def request(self, job: JobLike, input: object = None, **options: Any) -> JobRequest:
+    def request(
+        self, job: JobLike, input: object = None, **options: Unpack[EnqueueOptions]
+    ) -> JobRequest:
         """Build a validated request for ``enqueue_batch``."""
         return self.producer.request(job, input, **options)
 
     def enqueue(
-        self, job: JobLike, input: object = None, *, connection: object = None, **options: Any
+        self,
+        job: JobLike,
+        input: object = None,
+        *,
+        connection: object = None,
+        **options: Unpack[EnqueueOptions],
     ) -> JobRef:
         """Enqueue one job and return its ref (an existing job's ref for a duplicate dedup_key).
 
         ``connection``: the caller's open database connection; the job then commits or rolls
-        back with the caller's transaction. Options: delay, not_before, priority, dedup_key,
-        correlation_key, tags.
+        back with the caller's transaction. Options (``EnqueueOptions``): delay, not_before,
+        priority, dedup_key, correlation_key, tags, lane, concurrency_key, deadline,
+        deadline_policy, tenant; any other name is an UnknownOptionError naming it.
         """
         return self.producer.enqueue(job, input, connection=connection, **options)
 
     async def enqueue_async(
-        self, job: JobLike, input: object = None, *, connection: object = None, **options: Any
+        self,
+        job: JobLike,
+        input: object = None,
+        *,
+        connection: object = None,
+        **options: Unpack[EnqueueOptions],
     ) -> JobRef:
         """Async twin of ``enqueue``."""
         return await self.producer.enqueue_async(job, input, connection=connection, **options)

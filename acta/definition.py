@@ -23,7 +23,7 @@ import typing
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, Unpack
 
 from acta.codec import DEFAULT_PAYLOAD_CAP, Codec, check_size
 from acta.context import JobContext
@@ -39,6 +39,7 @@ from acta.ids import JobRef
 from acta.instant import check_instant
 from acta.model.rows import DefinitionSpec
 from acta.names import validate_job_name, validate_key, validate_tags
+from acta.options import ENQUEUE_OPTIONS, EnqueueOptions, check_options
 from acta.outcome import Directive
 from acta.policy.gate import JobGates, gates_for
 from acta.policy.job import KEY_MAX, JobPolicy, validate_priority
@@ -55,12 +56,24 @@ class DefinitionOwner(Protocol):
 
     payload_cap: int
 
-    def enqueue(self, job: JobDefinition[Any, Any], input: Any = None, **options: Any) -> JobRef:
+    def enqueue(
+        self,
+        job: JobDefinition[Any, Any],
+        input: Any = None,
+        *,
+        connection: object = None,
+        **options: Unpack[EnqueueOptions],
+    ) -> JobRef:
         """Enqueue one job of ``job`` through the application's producer."""
         ...
 
     async def enqueue_async(
-        self, job: JobDefinition[Any, Any], input: Any = None, **options: Any
+        self,
+        job: JobDefinition[Any, Any],
+        input: Any = None,
+        *,
+        connection: object = None,
+        **options: Unpack[EnqueueOptions],
     ) -> JobRef:
         """The async twin of ``enqueue``."""
         ...
@@ -181,18 +194,30 @@ class JobDefinition(Generic[I, R]):
         p = self.policy
         return gates_for(self.name, concurrency_key, p.concurrency_limit, p.rate_limit, p.rate_key)
 
-    def request(self, input: I | None = None, **options: Any) -> JobRequest:
+    def request(self, input: I | None = None, **options: Unpack[EnqueueOptions]) -> JobRequest:
         """Describe one enqueue of this job (for ``enqueue_batch``); validates now."""
         cap = DEFAULT_PAYLOAD_CAP if self.owner is None else self.owner.payload_cap
         return JobRequest.build(self, input, payload_cap=cap, **options)
 
-    def enqueue(self, input: I | None = None, **options: Any) -> JobRef:
+    def enqueue(
+        self,
+        input: I | None = None,
+        *,
+        connection: object = None,
+        **options: Unpack[EnqueueOptions],
+    ) -> JobRef:
         """Enqueue one job of this definition (sync). Options as ``Acta.enqueue``."""
-        return self._owner().enqueue(self, input, **options)
+        return self._owner().enqueue(self, input, connection=connection, **options)
 
-    async def enqueue_async(self, input: I | None = None, **options: Any) -> JobRef:
+    async def enqueue_async(
+        self,
+        input: I | None = None,
+        *,
+        connection: object = None,
+        **options: Unpack[EnqueueOptions],
+    ) -> JobRef:
         """Enqueue one job of this definition (async)."""
-        return await self._owner().enqueue_async(self, input, **options)
+        return await self._owner().enqueue_async(self, input, connection=connection, **options)
 
     def _owner(self) -> DefinitionOwner:
         if self.owner is None:
@@ -244,6 +269,24 @@ class JobRequest:
         input: object = None,
         *,
         payload_cap: int = DEFAULT_PAYLOAD_CAP,
+        inherit_tenant: bool = False,
+        **options: Unpack[EnqueueOptions],
+    ) -> JobRequest:
+        """Validate one enqueue's options (``EnqueueOptions``; any other name is an
+        UnknownOptionError naming it). ``inherit_tenant`` (a child job: it takes its parent's
+        tenant) lets a definition that requires a tenant go without one here."""
+        check_options(options, ENQUEUE_OPTIONS, "enqueue")
+        return cls._build(
+            definition, input, payload_cap=payload_cap, inherit_tenant=inherit_tenant, **options
+        )
+
+    @classmethod
+    def _build(
+        cls,
+        definition: JobDefinition[Any, Any],
+        input: object = None,
+        *,
+        payload_cap: int = DEFAULT_PAYLOAD_CAP,
         delay: str | float | timedelta | None = None,
         not_before: datetime | None = None,
         priority: int | None = None,
@@ -257,8 +300,6 @@ class JobRequest:
         tenant: str | None = None,
         inherit_tenant: bool = False,
     ) -> JobRequest:
-        """Validate one enqueue's options. ``inherit_tenant`` (a child job: it takes its
-        parent's tenant) lets a definition that requires a tenant go without one here."""
         if delay is not None and not_before is not None:
             raise ValidationError(
                 "delay", "both delay and not_before were given", "pass one of them"

@@ -29,6 +29,11 @@ class ValidationError(ActaError, ValueError):
         super().__init__(text)
 
 
+class UnknownOptionError(ValidationError, TypeError):
+    """A keyword option the call does not take (a typo, usually): ``field`` names it, ``rule``
+    lists the options the call takes. A ``TypeError`` too, as Python's own for a bad keyword."""
+
+
 class InvalidNameError(ValidationError):
     """A job name, namespace, key, tag or schema name broke its character or length rule."""
 

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
+from acta.duration import parse_duration
 from acta.errors import ValidationError
 from acta.ids import JobRef
 
@@ -34,25 +35,32 @@ class Directive:
     reason: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Reschedule(Directive):
     """Run again at ``at`` (or after ``delay``): no attempt is spent, the handler re-enters
-    from the top, durable steps keep their results."""
+    from the top, durable steps keep their results.
 
-    at: datetime | None = None
-    delay: timedelta | None = None
-    reason: str = "rescheduled by its handler"
+    ``delay`` is a duration in any form acta takes one (``"10m"``, seconds as a number, a
+    ``timedelta``; zero allowed); it is kept as a ``timedelta``."""
 
-    def __post_init__(self) -> None:
-        if (self.at is None) == (self.delay is None):
+    at: datetime | None
+    delay: timedelta | None
+    reason: str
+
+    def __init__(
+        self,
+        at: datetime | None = None,
+        delay: timedelta | str | float | None = None,
+        reason: str = "rescheduled by its handler",
+    ) -> None:
+        if (at is None) == (delay is None):
             raise ValidationError("Reschedule", "give exactly one of at= and delay=")
-        if self.at is not None and (not isinstance(self.at, datetime) or self.at.tzinfo is None):
-            raise ValidationError("at", f"got {self.at!r}", "a timezone-aware datetime")
-        if self.delay is not None and (
-            not isinstance(self.delay, timedelta) or self.delay < timedelta(0)
-        ):
-            raise ValidationError("delay", f"got {self.delay!r}", "a timedelta >= 0")
-        _reason(self.reason)
+        if at is not None and (not isinstance(at, datetime) or at.tzinfo is None):
+            raise ValidationError("at", f"got {at!r}", "a timezone-aware datetime")
+        wait = None if delay is None else parse_duration(delay, field="delay", allow_zero=True)
+        object.__setattr__(self, "at", at)
+        object.__setattr__(self, "delay", wait)
+        object.__setattr__(self, "reason", _reason(reason))
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Unpack
 
 from acta.bell import ProcessBell
 from acta.definition import JobRequest
@@ -19,6 +19,7 @@ from acta.ids import JobRef
 from acta.ledger import enqueue as enqueue_verbs
 from acta.ledger.facade import Catalog, Ledger
 from acta.model.rows import Enqueued, NewJob
+from acta.options import EnqueueOptions
 from acta.provider.verb import Verb
 from acta.registry import JobLike, Registry
 
@@ -84,17 +85,29 @@ class Producer:
         self.namespace = namespace
         self.bell = bell
 
-    def request(self, job: JobLike, input: object = None, **options: Any) -> JobRequest:
+    def request(
+        self, job: JobLike, input: object = None, **options: Unpack[EnqueueOptions]
+    ) -> JobRequest:
         """Build a validated request for ``enqueue_batch``."""
         return build_request(self.registry, job, input, **options)
 
     def enqueue(
-        self, job: JobLike, input: object = None, *, connection: object = None, **options: Any
+        self,
+        job: JobLike,
+        input: object = None,
+        *,
+        connection: object = None,
+        **options: Unpack[EnqueueOptions],
     ) -> JobRef:
         return self.enqueue_batch([self.request(job, input, **options)], connection=connection)[0]
 
     async def enqueue_async(
-        self, job: JobLike, input: object = None, *, connection: object = None, **options: Any
+        self,
+        job: JobLike,
+        input: object = None,
+        *,
+        connection: object = None,
+        **options: Unpack[EnqueueOptions],
     ) -> JobRef:
         refs = await self.enqueue_batch_async(
             [self.request(job, input, **options)], connection=connection

@@ -9,13 +9,14 @@ whoever composes the application (``Acta``); the registry only forwards to it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, Unpack
 
 from acta.codec import DEFAULT_PAYLOAD_CAP
 from acta.definition import JobDefinition
 from acta.errors import ConfigurationError, InvalidPolicyError, UnknownJobError, ValidationError
 from acta.ids import JobRef
 from acta.names import SYSTEM_PREFIX
+from acta.options import EnqueueOptions
 
 JobLike = JobDefinition[Any, Any] | str
 
@@ -23,9 +24,23 @@ JobLike = JobDefinition[Any, Any] | str
 class Enqueuer(Protocol):
     """The producer a registry forwards its definitions' enqueue shortcuts to."""
 
-    def enqueue(self, job: JobLike, input: object = None, **options: Any) -> JobRef: ...
+    def enqueue(
+        self,
+        job: JobLike,
+        input: object = None,
+        *,
+        connection: object = None,
+        **options: Unpack[EnqueueOptions],
+    ) -> JobRef: ...
 
-    async def enqueue_async(self, job: JobLike, input: object = None, **options: Any) -> JobRef: ...
+    async def enqueue_async(
+        self,
+        job: JobLike,
+        input: object = None,
+        *,
+        connection: object = None,
+        **options: Unpack[EnqueueOptions],
+    ) -> JobRef: ...
 
 
 class Registry:
@@ -117,13 +132,25 @@ class Registry:
 
     # -- the definitions' enqueue shortcuts -------------------------------------------------
 
-    def enqueue(self, job: JobDefinition[Any, Any], input: Any = None, **options: Any) -> JobRef:
-        return self._bound().enqueue(job, input, **options)
+    def enqueue(
+        self,
+        job: JobDefinition[Any, Any],
+        input: Any = None,
+        *,
+        connection: object = None,
+        **options: Unpack[EnqueueOptions],
+    ) -> JobRef:
+        return self._bound().enqueue(job, input, connection=connection, **options)
 
     async def enqueue_async(
-        self, job: JobDefinition[Any, Any], input: Any = None, **options: Any
+        self,
+        job: JobDefinition[Any, Any],
+        input: Any = None,
+        *,
+        connection: object = None,
+        **options: Unpack[EnqueueOptions],
     ) -> JobRef:
-        return await self._bound().enqueue_async(job, input, **options)
+        return await self._bound().enqueue_async(job, input, connection=connection, **options)
 
     def _bound(self) -> Enqueuer:
         if self._producer is None:

@@ -82,6 +82,20 @@ def test_reschedule_after_a_delay_spends_no_attempt_and_keeps_the_steps(
     assert acta_host.job(ref).attempts == 0
 
 
+@pytest.mark.parametrize("delay", ["10m", 600, timedelta(minutes=10)])
+def test_reschedule_takes_a_delay_in_any_duration_form(
+    acta_app: Acta, acta_host: Host, delay: Any
+) -> None:
+    @acta_app.job("retry-later")
+    def later(n: int, ctx: SyncJobContext) -> Any:
+        return Reschedule(delay=delay) if ctx.execution == 1 else "done"
+
+    start = acta_host.clock.now()
+    ref = later.enqueue(1)
+    assert acta_host.tick() == "rescheduled"
+    assert acta_host.job(ref).next_run_at == start + timedelta(minutes=10)
+
+
 @pytest.mark.parametrize("offset", [timedelta(hours=1), timedelta(hours=-1)])
 def test_reschedule_at_an_instant_in_any_zone(
     acta_app: Acta, acta_host: Host, offset: timedelta
@@ -249,7 +263,8 @@ BAD: dict[str, Callable[[], Directive]] = {
     "reschedule-both": lambda: Reschedule(at=AWARE, delay=timedelta(minutes=1)),
     "reschedule-naive-at": lambda: Reschedule(at=NAIVE),
     "reschedule-negative-delay": lambda: Reschedule(delay=timedelta(seconds=-1)),
-    "reschedule-delay-not-timedelta": lambda: Reschedule(delay=30),  # type: ignore[arg-type]
+    "reschedule-delay-not-a-duration": lambda: Reschedule(delay="soon"),
+    "reschedule-delay-negative-seconds": lambda: Reschedule(delay=-30),
     "reschedule-empty-reason": lambda: Reschedule(delay=timedelta(1), reason=""),
     "fail-empty": lambda: Fail(""),
     "cancel-blank": lambda: Cancel("   "),

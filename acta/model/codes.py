@@ -27,6 +27,14 @@ class Coded(IntEnum):
         """The name shown in views and messages (``lease-lost``)."""
         return self.name.lower().replace("_", "-")
 
+    # A printed code reads as its name (``failed``, not ``101``); the stored number stays what
+    # int() and the database see (drivers bind the int, json writes the int).
+    def __str__(self) -> str:
+        return self.label
+
+    def __format__(self, spec: str) -> str:
+        return format(self.label, spec)
+
     @classmethod
     def family(cls) -> str:
         return FAMILIES[cls]

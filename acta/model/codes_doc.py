@@ -17,7 +17,9 @@ _INTRO = """\
 acta stores statuses, event kinds, outcomes and reasons as small integers. The ledger's `codes`
 table (`acta_codes` on SQLite, `acta.codes` on PostgreSQL) pairs each number with its name, and
 the [views](views.md) join it so you read names, not numbers. In Python each family is an
-`IntEnum` in `acta.model.codes`; the members' `.label` is the name shown here.
+`IntEnum` in `acta.model.codes`; the members' `.label` is the name shown here, and printing a
+member gives it too (`str(JobStatus.FAILED)` and `f"{status}"` are `failed`; `int()` and the
+database keep the number).
 
 Numbers never change once released: new members get new numbers. Use the names in dashboards
 and alerts, and the numbers only when you query the base tables directly (see the

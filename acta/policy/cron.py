@@ -42,10 +42,36 @@ _SECOND: Final = timedelta(seconds=1)
 _PROBE: Final = datetime(2000, 1, 1)  # noqa: DTZ001 - naive local wall time, on purpose
 
 
+# Cron's nicknames, as the five fields they stand for (what Vixie cron and cronsim mean).
+NICKNAMES: Final = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+
+
 def parse_cron(expr: object, field: str = "cron") -> str:
-    """``expr`` with its whitespace normalised, or an InvalidPolicyError naming ``field``."""
+    """``expr`` with its whitespace normalised (a nickname such as ``@daily`` as its five
+    fields), or an InvalidPolicyError naming ``field`` and saying what is wrong."""
     if not isinstance(expr, str):
         raise InvalidPolicyError(field, f"got {type(expr).__name__}, not a string", CRON_RULE)
+    nickname = expr.strip().lower()
+    if nickname.startswith("@"):
+        if nickname in NICKNAMES:
+            return NICKNAMES[nickname]
+        known = ", ".join(NICKNAMES)
+        why = (
+            "runs at a machine's boot, which a ledger schedule has no notion of"
+            if nickname == "@reboot"
+            else "is not a cron nickname acta knows"
+        )
+        raise InvalidPolicyError(
+            field, f"{expr.strip()!r} {why}", f"one of {known}, or {CRON_RULE}"
+        )
     parts = expr.split()
     if len(parts) != 5:
         # cronsim also takes a leading seconds field; acta's schedules are to the minute.

@@ -145,11 +145,13 @@ class Schedule:
 
     @classmethod
     def parse(cls, value: object, field: str = "schedule") -> Schedule:
-        """A Schedule as given, or one read from a shorthand: a string of five fields is cron
-        in UTC, any other string or a ``timedelta`` an interval (``"5m"``)."""
+        """A Schedule as given, or one read from a shorthand: a string of space-separated
+        fields or a nickname (``"@daily"``) is cron in UTC, any other string or a ``timedelta``
+        an interval (``"5m"``). A duration never holds a space, so a cron with the wrong number
+        of fields is reported as a cron, not as a bad interval."""
         if isinstance(value, Schedule):
             return value
-        if isinstance(value, str) and len(value.split()) == 5:
+        if isinstance(value, str) and (value.strip().startswith("@") or len(value.split()) > 1):
             return cls(cron=value)
         if isinstance(value, (str, timedelta)):
             return cls(every=value)

@@ -40,7 +40,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     ("policy", ("acta.policy", "acta.policy.")),
-    ("definitions", ("acta.definition", "acta.registry")),
+    ("definitions", ("acta.options", "acta.definition", "acta.registry")),
     ("provider", ("acta.provider", "acta.provider.")),
     # Telemetry records for the ledger's users and reads the backlog with a provider verb; the
     # ledger only names its type.
