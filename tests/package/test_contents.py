@@ -73,8 +73,6 @@ def test_metadata(dist: Dist) -> None:
     assert meta["Version"] == [version_in_source()]
     assert meta["License-Expression"] == ["Apache-2.0"]
     assert meta["Requires-Python"] == [">=3.11"]
-    pythons = {c.rsplit(" :: ", 1)[1] for c in meta["Classifier"] if "Python :: 3." in c}
-    assert pythons == {"3.11", "3.12", "3.13"}  # what nox's tests and conformance_matrix run
     assert {"postgres", "dashboard", "otel", "sqlalchemy"} <= set(meta["Provides-Extra"])
 
 

@@ -125,3 +125,22 @@ def test_a_missing_driver_names_the_extra_with_the_distribution() -> None:
     entry = replace(registry.entry("postgres"), opener=opener)  # as if psycopg were missing
     with pytest.raises(ConfigurationError, match=r"pip install 'acta-jobs\[postgres\]'"):
         entry.open("postgresql://nowhere/db")
+
+
+def test_the_classifiers_name_the_pythons_ci_runs() -> None:
+    noxfile = (ROOT / "noxfile.py").read_text("utf-8")
+    default = re.search(r'^PYTHON = "([\d.]+)"$', noxfile, re.MULTILINE)
+    matrix = re.search(r"^MATRIX = \[(.*)\]$", noxfile, re.MULTILINE)
+    assert default is not None and matrix is not None
+    tested = {default.group(1), *re.findall(r'"([\d.]+)"', matrix.group(1))}
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    claimed = {
+        c.rsplit(" :: ", 1)[1]
+        for c in project["classifiers"]
+        if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
+    }
+    assert claimed == tested
+    assert (
+        project["requires-python"]
+        == f">={min(tested, key=lambda v: tuple(map(int, v.split('.'))))}"
+    )
