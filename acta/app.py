@@ -437,7 +437,12 @@ class Acta(Reader):
         return wait_blocking(self, JobRef.coerce(ref), timeout)
 
     async def run_and_wait_async(
-        self, job: JobLike, input: object = None, *, timeout: Any = None, **options: Any
+        self,
+        job: JobLike,
+        input: object = None,
+        *,
+        timeout: Any = None,
+        **options: Unpack[EnqueueOptions],
     ) -> Any:
         """Enqueue a job and wait for its outcome: its result, or JobFailedError."""
         wait_limit(timeout)  # a bad timeout is refused before anything is enqueued
@@ -445,7 +450,12 @@ class Acta(Reader):
         return await self.wait_async(ref, timeout=timeout)
 
     def run_and_wait(
-        self, job: JobLike, input: object = None, *, timeout: Any = None, **options: Any
+        self,
+        job: JobLike,
+        input: object = None,
+        *,
+        timeout: Any = None,
+        **options: Unpack[EnqueueOptions],
     ) -> Any:
         """Blocking ``run_and_wait_async`` (not from inside a running event loop)."""
         wait_limit(timeout)
