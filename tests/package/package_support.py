@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import zipfile
 from dataclasses import dataclass
@@ -38,6 +39,17 @@ class Dist:
         for key, value in message.items():
             fields.setdefault(key, []).append(value)
         return fields
+
+    def requirements(self, extra: str) -> list[str]:
+        """The distribution names the wheel requires for ``extra``."""
+        found = []
+        for line in self.metadata().get("Requires-Dist", []):
+            requirement, _, marker = line.partition(";")
+            if re.search(rf"extra\s*==\s*['\"]{re.escape(extra)}['\"]", marker):
+                name = re.match(r"[A-Za-z0-9_.-]+", requirement.strip())
+                assert name is not None, line
+                found.append(name.group(0))
+        return found
 
     def user_extras(self) -> list[str]:
         return sorted(set(self.metadata().get("Provides-Extra", [])) - DEVELOPER_EXTRAS)
