@@ -1,4 +1,4 @@
-"""The outbox check (anvil/checks/postgres/outbox_delivered_once.sql) can fail.
+"""The outbox check (``outbox_delivered_once``, in the PostgreSQL provider's checks) can fail.
 
 The chaos test trusts this query to judge 5,000 deliveries, so here it is shown each kind of
 breakage on a small PostgreSQL run: a clean delivery answers no row, then one planted fault at
@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import secrets
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -19,11 +18,12 @@ import pytest
 from acta import Acta
 from acta.outbox import OutboxSource, create_outbox
 from acta_testing import Host
+from anvil.checks import check_path
 
 if TYPE_CHECKING:
     from acta_testing.schemas import PostgresSchemas
 
-CHECK = Path(__file__).parents[2] / "anvil" / "checks" / "postgres" / "outbox_delivered_once.sql"
+CHECK = check_path("outbox_delivered_once", "postgres")
 
 
 @pytest.fixture
