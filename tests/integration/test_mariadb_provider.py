@@ -170,7 +170,8 @@ def test_a_migration_that_failed_halfway_resumes_where_it_stopped(
         # runs again, and is written to be safe to.
         with admin.cursor() as cur:
             cur.execute(f"UPDATE `{fresh_name}`.migration_steps SET done = 11")
-        assert provider.migrate() == ["0001_ledger"]
+        applied = provider.migrate()
+        assert applied[0] == "0001_ledger" and len(applied) == 16
         assert provider.migrate() == []
         assert _rows(admin, f"SELECT COUNT(*) FROM `{fresh_name}`.migration_steps") == [(0,)]
         resumed = provider.dump_schema()

@@ -262,6 +262,27 @@ class MariadbSupport:
             paramstyle="pyformat",
         )
 
+    @contextlib.contextmanager
+    def caller_transaction(self, provider: Provider) -> Iterator[Any]:
+        """An application's own PyMySQL connection in an open transaction, committed when the
+        block ends (rolled back if it raises)."""
+        import pymysql
+
+        from acta.provider.mariadb.provider import MariadbProvider
+
+        assert isinstance(provider, MariadbProvider)
+        conn = pymysql.connect(**provider.target.connect_kwargs(5))
+        try:
+            conn.begin()
+            yield conn
+            conn.commit()
+        except BaseException:
+            if conn.open:
+                conn.rollback()
+            raise
+        finally:
+            conn.close()
+
     def snapshot_dump(self, dsn: str) -> str:
         from acta.provider.mariadb.provider import MariadbProvider
 

@@ -1,5 +1,5 @@
--- acta ledger, MariaDB, migration 1: every table of the ledger as the other dialects' 15
--- migrations leave it (MariaDB joined later, so its history starts at that shape).
+-- acta ledger, MariaDB, migration 1: every table and view of the ledger as the other dialects'
+-- first 16 migrations leave them (MariaDB joined then: its migrations 2 to 16 are empty).
 --
 -- The ledger is a database of its own (MariaDB's schema, `acta` by default) in utf8mb4 with
 -- the binary collation: refs, keys and names compare byte by byte, as on the other dialects.
@@ -567,14 +567,16 @@ SELECT
     d.name  AS job_name,
     CASE WHEN JSON_EXTRACT(o.policy, '$.max_attempts') IS NULL THEN d.max_attempts
          ELSE CAST(JSON_VALUE(o.policy, '$.max_attempts') AS SIGNED) END AS max_attempts,
+    -- JSON_UNQUOTE: a string comes out as its text, as SQLite's json_extract gives it.
     CASE WHEN JSON_EXTRACT(o.policy, '$.backoff') IS NULL THEN d.backoff
-         ELSE JSON_EXTRACT(o.policy, '$.backoff') END AS backoff,
+         ELSE JSON_UNQUOTE(JSON_EXTRACT(o.policy, '$.backoff')) END AS backoff,
     CASE WHEN JSON_EXTRACT(o.policy, '$.timeout_ms') IS NULL THEN d.timeout_ms
          ELSE CAST(JSON_VALUE(o.policy, '$.timeout_ms') AS SIGNED) END AS timeout_ms,
     a.name  AS audit,
     CASE WHEN JSON_EXTRACT(o.policy, '$.retention_ms') IS NULL THEN d.retention_ms
          ELSE CAST(JSON_VALUE(o.policy, '$.retention_ms') AS SIGNED) END AS retention_ms,
-    JSON_EXTRACT(o.policy, '$.alerts') AS alerts,
+    CASE JSON_TYPE(JSON_EXTRACT(o.policy, '$.alerts')) WHEN 'NULL' THEN NULL
+         ELSE JSON_UNQUOTE(JSON_EXTRACT(o.policy, '$.alerts')) END AS alerts,
     CASE WHEN JSON_EXTRACT(o.policy, '$.priority') IS NULL THEN d.priority
          ELSE CAST(JSON_VALUE(o.policy, '$.priority') AS SIGNED) END AS priority,
     o.policy AS overrides,

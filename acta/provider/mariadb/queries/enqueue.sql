@@ -62,7 +62,7 @@ INSERT INTO {schema}.runtime
     (job_id, namespace_id, definition_id, status, priority, next_run_at, updated_at, lane_id,
      lane_seq, gated)
 SELECT :job_id, :namespace_id, :definition_id, :status,
-       COALESCE((SELECT JSON_VALUE(o.policy, '$.priority') FROM {schema}.policy_overrides o
+       COALESCE((SELECT CAST(JSON_VALUE(o.policy, '$.priority') AS SIGNED) FROM {schema}.policy_overrides o
                  WHERE o.definition_id = :definition_id), :priority),
        COALESCE(:run_at, TIMESTAMPADD(MICROSECOND, (:delay_ms) * 1000, :now)),
        :now, :lane_id, :lane_seq, :gated

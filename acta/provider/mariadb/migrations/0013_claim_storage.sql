@@ -1,0 +1,5 @@
+-- acta ledger, MariaDB, migration 13: nothing to run.
+--
+-- MariaDB joined when the other dialects were at migration 16: its migration 1 already creates
+-- the shape this one gives them. The file keeps one version number per schema change across
+-- every dialect, so a later change is the same number everywhere.
