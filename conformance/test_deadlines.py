@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from acta import Acta, EventCode, JobContext, JobStatus, Reason, SyncJobContext, ValidationError
+from acta.clock import ManualClock
+from acta.provider.protocol import Provider
 from acta_testing import AsyncHost, Host
 
 if TYPE_CHECKING:
@@ -102,6 +104,32 @@ def test_a_strict_job_claimed_after_its_deadline_fails_without_running(
         "SELECT last_error_reason FROM {schema}.jobs_view WHERE job_ref = :ref", {"ref": str(ref)}
     )
     assert reason == "deadline"
+
+
+@pytest.mark.parametrize("profile", ["direct", "bulk"])
+@pytest.mark.parametrize("gated", [False, True], ids=["plain", "gated"])
+def test_a_job_claimed_too_late_records_no_run_on_any_profile_or_gate(
+    acta_app: Acta, acta_provider: Provider, acta_clock: ManualClock, profile: str, gated: bool
+) -> None:
+    ran: list[int] = []
+    gate: dict[str, Any] = {"concurrency_limit": 1} if gated else {}
+
+    @acta_app.job("late-offer", **gate)
+    def late_offer(n: int) -> None:
+        ran.append(n)
+
+    host = Host(acta_app, acta_provider, acta_clock, profile=profile)
+    try:
+        key = {"concurrency_key": "eu"} if gated else {}
+        ref = late_offer.enqueue(1, delay="2h", deadline="1h", **key)
+        host.advance("2h")
+        assert host.tick() == "failed"
+        assert ran == []
+        assert failed_by_deadline(host, ref)
+        assert runs_recorded(host, ref) == (0, 0, 0, 0)
+        assert EventCode.ADMITTED not in [e.code for e in host.events(ref)]  # no gate slot used
+    finally:
+        host.close()
 
 
 def test_a_strict_job_whose_retry_comes_after_the_deadline_fails_at_that_claim(
