@@ -243,5 +243,6 @@ def dump(pool: Any, schema: str) -> str:
 
 def _normalise(text: str, schema: str) -> str:
     text = re.sub(r" AUTO_INCREMENT=\d+", "", text)
+    text = text.replace("CREATE TABLE `", f"CREATE TABLE `{schema}`.`", 1)
     text = re.sub(r"ALGORITHM=\w+ DEFINER=`[^`]*`@`[^`]*` SQL SECURITY \w+ ", "", text)
     return text.replace(f"`{schema}`.", SCHEMA_TOKEN)
