@@ -14,7 +14,8 @@ from acta.app import Acta
 from acta.cli import outbox_quarantine
 from acta.cli.command import EXIT_OK, HANDLER, UsageError
 from acta.errors import ConfigurationError
-from acta.outbox import DIALECTS, provisioning_sql
+from acta.outbox import provisioning_sql
+from acta.provider.outbox import dialects
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -33,7 +34,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             "Run it in the database that holds your business data."
         ),
     )
-    schema.add_argument("--dialect", choices=DIALECTS, required=True)
+    schema.add_argument("--dialect", choices=dialects(), required=True)
     schema.add_argument(
         "--schema",
         default=None,

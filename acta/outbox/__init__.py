@@ -12,8 +12,9 @@ SQL). This package knows definitions, the ledger's verbs and the caller-transact
 never the runtime.
 """
 
+from typing import Any
+
 from acta.outbox.provisioning import (
-    DIALECTS,
     TABLE,
     create_outbox,
     create_outbox_async,
@@ -28,6 +29,17 @@ from acta.outbox.quarantine import (
 )
 from acta.outbox.source import OutboxSource
 from acta.outbox.staging import StagedRow, stage, stage_async
+
+
+def __getattr__(name: str) -> Any:
+    # The providers that can hold an outbox, read from the registry when first asked (not at
+    # import: ``import acta`` imports this package).
+    if name == "DIALECTS":
+        from acta.provider.outbox import dialects
+
+        return dialects()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DIALECTS",

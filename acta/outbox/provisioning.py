@@ -5,25 +5,26 @@ never migrates it: the application (or its DBA) runs the script once, like any o
 tables. ``provisioning_sql`` returns it without connecting anywhere (``acta outbox schema``
 prints it); ``create_outbox`` runs it on a connection the caller hands over.
 
-The table is always called ``acta_outbox``. SQLite has no schemas, so there it sits in the main
-database; on PostgreSQL it goes into a schema of the caller's choice, ``public`` by default,
-the schema an application's own tables usually live in. The ``acta_`` prefix keeps it apart
-from the application's tables and the name never needs quoting.
+The table is always called ``acta_outbox``. Where it sits is the provider's to say
+(acta.provider.outbox): SQLite has no schemas, so there it sits in the main database; on
+PostgreSQL it goes into a schema of the caller's choice, ``public`` by default, the schema an
+application's own tables usually live in. The ``acta_`` prefix keeps it apart from the
+application's tables and the name never needs quoting. The scripts themselves are the
+providers' (``acta/provider/<name>/outbox/schema.sql``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import resources
+from typing import Any
 
 from acta.errors import ConfigurationError
 from acta.names import validate_schema_name
-from acta.provider import caller_tx
+from acta.provider import caller_tx, registry
+from acta.provider import outbox as dialects
 
 TABLE = "acta_outbox"
 QUARANTINE = "acta_outbox_quarantine"
-DIALECTS = ("sqlite", "postgres")
-DEFAULT_PG_SCHEMA = "public"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,25 +32,32 @@ class Driver:
     """What kind of connection a caller handed over, once SQLAlchemy is unwrapped."""
 
     dialect: str
-    """``sqlite`` or ``postgres``."""
+    """The provider's name (acta.provider.outbox.dialects())."""
     is_async: bool
     """Whether its ``execute`` must be awaited (psycopg AsyncConnection, aiosqlite)."""
 
 
+def __getattr__(name: str) -> Any:
+    # DIALECTS is read from the registry when asked, never at import: ``import acta`` imports
+    # this module and must not load every provider's entry.
+    if name == "DIALECTS":
+        return dialects.dialects()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def table_name(dialect: str, schema: str | None = None) -> str:
-    """The outbox table's qualified name in ``dialect`` (``schema`` only on PostgreSQL)."""
-    if dialect == "sqlite":
+    """The outbox table's qualified name in ``dialect`` (``schema`` where it has schemas)."""
+    found = dialects.dialect(dialect)
+    if not found.schemas:
         if schema is not None:
             # Refused rather than ignored: a caller who names a schema expects it to be used.
             raise ConfigurationError(
-                f"SQLite has no schemas; the outbox table is always {TABLE} (got schema {schema!r})"
+                f"{registry.entry(dialect).title} has no schemas; the outbox table is always "
+                f"{TABLE} (got schema {schema!r})"
             )
         return TABLE
-    if dialect == "postgres":
-        return f"{validate_schema_name(schema or DEFAULT_PG_SCHEMA)}.{TABLE}"
-    raise ConfigurationError(
-        f"unknown outbox dialect {dialect!r}; use one of {', '.join(DIALECTS)}"
-    )
+    chosen = schema or found.default_schema
+    return TABLE if chosen is None else f"{validate_schema_name(chosen)}.{TABLE}"
 
 
 def provisioning_sql(dialect: str, schema: str | None = None) -> str:
@@ -58,7 +66,7 @@ def provisioning_sql(dialect: str, schema: str | None = None) -> str:
     It is idempotent (``IF NOT EXISTS`` throughout), so running it again is harmless.
     """
     table = table_name(dialect, schema)
-    text = resources.files(__package__).joinpath("sql", f"{dialect}.sql").read_text("utf-8")
+    text = dialects.script(dialect)
     # Plain substitution is safe: the schema passed validate_schema_name, a bare identifier.
     quarantine = table.removesuffix(TABLE) + QUARANTINE
     return (
@@ -90,25 +98,10 @@ def statements(script: str) -> list[str]:
 
 
 def driver_of(conn: object) -> Driver:
-    """Tell a driver connection's dialect and whether it is async, without importing drivers.
-
-    The class and its bases are looked at, so an application's subclass of a driver's
-    connection is recognised too.
-    """
-    for kind in type(conn).__mro__:
-        package = kind.__module__.partition(".")[0]
-        if package == "sqlite3":
-            return Driver("sqlite", is_async=False)
-        if package == "aiosqlite" and kind.__name__ == "Connection":
-            return Driver("sqlite", is_async=True)
-        if package == "psycopg" and kind.__name__ in ("Connection", "AsyncConnection"):
-            return Driver("postgres", is_async=kind.__name__ == "AsyncConnection")
-    kind = type(conn)
-    raise ConfigurationError(
-        f"cannot use a {kind.__module__}.{kind.__qualname__} for the outbox; pass a "
-        "sqlite3.Connection, a psycopg Connection or AsyncConnection, or a SQLAlchemy "
-        "Connection or Session"
-    )
+    """Tell a driver connection's dialect and whether it is async, without importing drivers
+    (each provider's outbox dialect recognises its own, subclasses included)."""
+    found, is_async = dialects.for_connection(conn)
+    return Driver(found.name, is_async=is_async)
 
 
 def create_outbox(connection: object, *, schema: str | None = None) -> None:

@@ -7,9 +7,10 @@ through ``connect`` (a callable returning a fresh sqlite3 or psycopg connection,
 pooling or credentials the application already has) or through ``url`` (a SQLite path or
 ``sqlite:///path``, or a ``postgresql://`` DSN).
 
-``SourceConnection`` runs the named statements of ``sql/relay_<dialect>.sql`` on one such
-connection, binding instants the way the dialect stores them (SQLite: UTC text with
-milliseconds, as the ledger does) and reading them back as aware datetimes. The table is the
+``SourceConnection`` runs the named statements of the provider's ``outbox/relay.sql``
+(acta.provider.outbox) on one such connection, binding values the way the provider's outbox
+dialect stores them (SQLite: instants as UTC text with milliseconds, as the ledger does) and
+reading instants back as aware datetimes. The table is the
 application's, written by programs acta does not control, so reading never fails on a value:
 an instant that cannot be read (SQLite text that is no timestamp, PostgreSQL's ``infinity``)
 comes back as it was stored, for the relay to quarantine that one row (``acta.outbox.relay``).
@@ -17,22 +18,17 @@ comes back as it was stored, for the relay to quarantine that one row (``acta.ou
 
 from __future__ import annotations
 
-import json
-import re
-import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from functools import cache
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from acta.duration import parse_duration
 from acta.errors import ConfigurationError, ValidationError
 from acta.names import validate_key
-from acta.outbox.provisioning import QUARANTINE, TABLE, driver_of, table_name
+from acta.outbox.provisioning import QUARANTINE, TABLE, table_name
+from acta.provider import outbox as dialects
 
 BATCH_MAX = 1000
 INSTANT_COLUMNS = frozenset(
@@ -68,8 +64,8 @@ class OutboxSource:
     def __post_init__(self) -> None:
         if (self.connect is None) == (self.url is None):
             raise ConfigurationError(
-                "an OutboxSource needs exactly one of connect= (a callable returning a sqlite3 "
-                "or psycopg connection) or url= (a SQLite path or a postgresql:// DSN)"
+                "an OutboxSource needs exactly one of connect= (a callable returning a new "
+                "driver connection) or url= (the database's URL or path, as Acta takes it)"
             )
         if self.connect is not None and not callable(self.connect):
             raise ValidationError("connect", f"got {type(self.connect).__name__}", "a callable")
@@ -84,38 +80,21 @@ class OutboxSource:
             raise ValidationError("hold", f"got {hold}", "at least one second")
         object.__setattr__(self, "poll_every", poll)
         object.__setattr__(self, "hold_for", hold)
-        if self.url is not None and _dialect_of_url(self.url) == "sqlite" and self.schema:
-            table_name("sqlite", self.schema)  # raises: SQLite has no schemas
+        if self.url is not None and self.schema:
+            table_name(dialects.for_url(self.url).name, self.schema)  # refused where no schemas
 
     def open(self) -> SourceConnection:
         """A new connection to the source (in autocommit: transactions are explicit)."""
         if self.connect is not None:
             conn = self.connect()
-            dialect = driver_of(conn).dialect
-            if driver_of(conn).is_async:
+            found, is_async = dialects.for_connection(conn)
+            if is_async:
                 raise ConfigurationError("OutboxSource.connect must return a sync connection")
-        elif _dialect_of_url(self.url or "") == "postgres":
-            import psycopg
-
-            conn, dialect = psycopg.connect(self.url or "", autocommit=True), "postgres"
         else:
-            path = (self.url or "").removeprefix("sqlite:///").removeprefix("sqlite://")
-            if path != ":memory:" and not Path(path).is_file():
-                # Connecting would create an empty file, and the relay would fail on it later.
-                raise ConfigurationError(
-                    f"no outbox source database at {path!r}: the file does not exist "
-                    "(create the outbox there with `acta outbox schema --dialect sqlite`)"
-                )
-            conn, dialect = sqlite3.connect(path, timeout=30), "sqlite"
-        if dialect == "sqlite":
-            conn.isolation_level = None  # BEGIN IMMEDIATE is ours to issue
-        else:
-            conn.autocommit = True
-        return SourceConnection(conn, dialect, self.schema if dialect == "postgres" else None)
-
-
-def _dialect_of_url(url: str) -> str:
-    return "postgres" if re.match(r"postgres(ql)?://", url) else "sqlite"
+            found = dialects.for_url(self.url or "")
+            conn = found.connect(self.url or "")
+        found.adopt(conn)
+        return SourceConnection(conn, found.name, self.schema if found.schemas else None)
 
 
 class SourceConnection:
@@ -124,12 +103,11 @@ class SourceConnection:
     def __init__(self, conn: Any, dialect: str, schema: str | None) -> None:
         self.conn = conn
         self.dialect = dialect
-        if dialect == "postgres":
-            _lenient_instants(conn)
+        self._outbox = dialects.dialect(dialect)
         table = table_name(dialect, schema)
         self.table = table
         self.quarantine = table.removesuffix(TABLE) + QUARANTINE
-        self.statements = _statements(dialect)
+        self.statements = dialects.relay_statements(dialect)
 
     def _sql(self, name: str) -> str:
         try:
@@ -139,9 +117,8 @@ class SourceConnection:
         return sql.replace("{table}", self.table).replace("{quarantine}", self.quarantine)
 
     def _bind(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        if self.dialect != "sqlite":
-            return dict(params)  # psycopg binds lists as arrays, datetimes as timestamptz
-        return {key: _sqlite_value(value) for key, value in params.items()}
+        bind = self._outbox.bind
+        return {key: bind(value) for key, value in params.items()}
 
     def rows(self, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         cursor = self.conn.execute(self._sql(name), self._bind(params or {}))
@@ -161,9 +138,9 @@ class SourceConnection:
 
     @contextmanager
     def transaction(self) -> Iterator[SourceConnection]:
-        """One source transaction; on SQLite it takes the write lock at once (IMMEDIATE), on
-        PostgreSQL the relay's claims are serialised by the ``lock`` statement instead."""
-        self.conn.execute("BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN")
+        """One source transaction, opened as the provider says (SQLite takes the write lock
+        at once; PostgreSQL serialises the relay's claims with its ``lock`` statement)."""
+        self.conn.execute(self._outbox.begin)
         try:
             yield self
         except BaseException:
@@ -192,51 +169,3 @@ def shown(value: object) -> str:
     """A stored value as text: a str as it is, anything else another program stored in a text
     column (SQLite keeps a blob or a number there) as its repr."""
     return value if isinstance(value, str) else repr(value)
-
-
-def _lenient_instants(conn: Any) -> None:
-    """Make ``conn`` read a timestamptz Python cannot hold (``infinity``, years past 9999) as
-    its text instead of failing the whole result (psycopg raises DataError on such a value)."""
-    conn.adapters.register_loader("timestamptz", _lenient_loader())
-
-
-@cache
-def _lenient_loader() -> type:
-    from psycopg import DataError
-    from psycopg.types.datetime import TimestamptzLoader
-
-    class Lenient(TimestamptzLoader):
-        def load(self, data: Any) -> Any:
-            try:
-                return super().load(data)
-            except DataError:
-                return bytes(data).decode()
-
-    return Lenient
-
-
-def _sqlite_value(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return sqlite_instant(value)
-    if isinstance(value, list):
-        return json.dumps(value)  # read back with json_each: one statement for a whole batch
-    return value
-
-
-def sqlite_instant(value: datetime) -> str:
-    """UTC text with milliseconds: the outbox's (and the ledger's) spelling on SQLite."""
-    return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "milliseconds")
-
-
-@cache
-def _statements(dialect: str) -> dict[str, str]:
-    """The named statements of ``sql/relay_<dialect>.sql`` (``-- name: x`` heads each)."""
-    text = resources.files(__package__).joinpath("sql", f"relay_{dialect}.sql").read_text("utf-8")
-    found: dict[str, str] = {}
-    for block in re.split(r"^-- name: ", text, flags=re.MULTILINE)[1:]:
-        name, _, body = block.partition("\n")
-        sql = body.strip().removesuffix(";")
-        if dialect == "postgres":
-            sql = re.sub(r"(?<![:\w]):([a-z_]+)", r"%(\1)s", sql)
-        found[name.strip()] = sql
-    return found

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from acta.definition import JobRequest
@@ -23,6 +23,7 @@ from acta.errors import ConfigurationError, ValidationError
 from acta.outbox.provisioning import Driver, driver_of, table_name
 from acta.producer import deadline_of
 from acta.provider import caller_tx
+from acta.provider import outbox as dialects
 
 COLUMNS = (
     "namespace",
@@ -93,45 +94,34 @@ class StagedRow:
             staged_at=now,
         )
 
-    def params(self, dialect: str) -> tuple[Any, ...]:
-        """The values in ``COLUMNS`` order, bound the way ``dialect`` stores them."""
-        instant = _sqlite_instant if dialect == "sqlite" else _as_is
-        return (
-            self.namespace,
-            self.job_name,
-            self.input_codec,
-            self.input,
-            self.priority,
-            instant(self.run_at),
-            self.dedup_key,
-            self.correlation_key,
-            json.dumps(list(self.tags)),
-            self.lane,
-            self.concurrency_key,
-            instant(self.deadline_at),
-            int(self.deadline_strict) if dialect == "sqlite" else self.deadline_strict,
-            instant(self.staged_at),
-        )
-
-
-def _sqlite_instant(value: datetime | None) -> str | None:
-    """UTC text with milliseconds, the ledger's own spelling on SQLite (it sorts by time)."""
-    if value is None:
-        return None
-    return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "milliseconds")
-
-
-def _as_is(value: datetime | None) -> datetime | None:
-    return value  # psycopg binds an aware datetime as timestamptz
+    def params(self, dialect: str) -> dict[str, Any]:
+        """The values by ``COLUMNS`` name, bound the way ``dialect`` stores them."""
+        bind = dialects.dialect(dialect).bind
+        values = {
+            "namespace": self.namespace,
+            "job_name": self.job_name,
+            "input_codec": self.input_codec,
+            "input": self.input,
+            "priority": self.priority,
+            "run_at": self.run_at,
+            "dedup_key": self.dedup_key,
+            "correlation_key": self.correlation_key,
+            "tags": json.dumps(list(self.tags)),
+            "lane": self.lane,
+            "concurrency_key": self.concurrency_key,
+            "deadline_at": self.deadline_at,
+            "deadline_strict": self.deadline_strict,
+            "staged_at": self.staged_at,
+        }
+        return {name: bind(values[name]) for name in COLUMNS}
 
 
 def insert_sql(dialect: str, schema: str | None) -> str:
-    """The INSERT of one row; PostgreSQL returns the id, SQLite reports it as lastrowid."""
-    marker = "?" if dialect == "sqlite" else "%s"
-    columns = ", ".join(COLUMNS)
-    values = ", ".join([marker] * len(COLUMNS))
-    sql = f"INSERT INTO {table_name(dialect, schema)} ({columns}) VALUES ({values})"
-    return sql if dialect == "sqlite" else sql + " RETURNING id"
+    """The INSERT of one row, in the driver's paramstyle; the new id comes back as the
+    provider's outbox dialect says (a returned row, or the cursor's lastrowid)."""
+    table = table_name(dialect, schema)  # checked first: a bad schema writes nothing
+    sql, _ = dialects.stage_sql(dialect, COLUMNS)
+    return sql.replace("{table}", table)
 
 
 def stage(
@@ -151,7 +141,8 @@ def stage(
         )
     sql, params = _statement(driver, request, namespace, now, schema)
     cursor: Any = conn.execute(sql, params)  # type: ignore[attr-defined]
-    return _row_id(driver, cursor, cursor.fetchone() if driver.dialect == "postgres" else None)
+    returns = dialects.dialect(driver.dialect).stage_returns_id
+    return _row_id(driver, cursor, cursor.fetchone() if returns else None)
 
 
 async def stage_async(
@@ -170,7 +161,7 @@ async def stage_async(
     if driver.is_async:
         cursor = await cursor
     row = None
-    if driver.dialect == "postgres":
+    if dialects.dialect(driver.dialect).stage_returns_id:
         row = cursor.fetchone()
         if driver.is_async:
             row = await row
@@ -179,13 +170,13 @@ async def stage_async(
 
 def _statement(
     driver: Driver, request: JobRequest, namespace: str, now: datetime, schema: str | None
-) -> tuple[str, tuple[Any, ...]]:
+) -> tuple[str, dict[str, Any]]:
     # The table name is checked before anything is bound, so a bad schema writes nothing.
     sql = insert_sql(driver.dialect, schema)
     return sql, StagedRow.of(request, namespace, now).params(driver.dialect)
 
 
 def _row_id(driver: Driver, cursor: Any, row: Any) -> int:
-    if driver.dialect == "postgres":
+    if row is not None:
         return int(row[0])
     return int(cursor.lastrowid)

@@ -57,21 +57,6 @@ ALLOWED: dict[str, tuple[frozenset[str], str]] = {
         frozenset({"sqlite3"}),
         "the --help epilog names the default ledger file, ./acta.sqlite3",
     ),
-    # The outbox's dialect branches move into the provider folders once the outbox fix in
-    # progress lands (issue 27, item 2); until then they are listed here.
-    "acta/outbox/provisioning.py": (
-        frozenset({"sqlite", "sqlite3", "postgres", "psycopg", "aiosqlite"}),
-        "outbox DDL per dialect and driver detection: moving into the provider folders",
-    ),
-    "acta/outbox/source.py": (
-        frozenset({"sqlite", "sqlite3", "postgres", "postgresql", "psycopg"}),
-        "outbox relay SQL per dialect and a second '-- name:' parser: moving into the "
-        "provider folders",
-    ),
-    "acta/outbox/staging.py": (
-        frozenset({"sqlite", "postgres"}),
-        "outbox staging SQL per dialect: moving into the provider folders",
-    ),
     "conformance/outbox_support.py": (
         frozenset({"sqlite3"}),
         "the outbox specs' source is an application's own SQLite file whatever the ledger's "

@@ -61,5 +61,5 @@ ENTRY = ProviderEntry(
     test_dsn="postgresql://postgres@127.0.0.1:5432/test",
     test_dsn_env="ACTA_TEST_DSN",
     drivers=("psycopg",),
-    outbox="acta.provider.postgres.outbox",
+    outbox="acta.provider.postgres.outbox_dialect",
 )

@@ -58,5 +58,5 @@ ENTRY = ProviderEntry(
     paramstyle="named",
     qualifier=prefix,
     drivers=("sqlite3", "aiosqlite"),
-    outbox="acta.provider.sqlite.outbox",
+    outbox="acta.provider.sqlite.outbox_dialect",
 )
