@@ -206,6 +206,16 @@ class JobContext:
     def is_last_attempt(self) -> bool:
         return self.attempt >= self.max_attempts
 
+    def now(self) -> datetime:
+        """The current instant by the runtime's clock, timezone-aware UTC: the worker's clock
+        in production, the test host's manual clock under the host. Use it rather than
+        ``datetime.now()`` so a handler's time is the one its job's instants are judged by."""
+        if self._now is None:  # a context made by hand, outside any worker
+            from acta.clock import SystemClock
+
+            return SystemClock().now()
+        return self._now()
+
     @property
     def is_overdue(self) -> bool:
         """Whether the job's deadline has passed (by the worker's clock)."""

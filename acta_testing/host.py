@@ -25,8 +25,11 @@ from acta.duration import parse_duration
 from acta.ledger import read
 from acta.model.rows import EventInfo, JobInfo
 from acta.provider.protocol import Provider
-from acta.runtime.system_jobs import SYSTEM_JOBS
+from acta.runtime.run import RunEnd
+from acta.runtime.system_jobs import RECOVERY_JOB, SYSTEM_JOBS
 from acta.runtime.worker import Worker
+from acta_testing.isolation import marked_for_schedules
+from acta_testing.muting import Skipping, due_by_hand, muted_ids, muted_names
 
 T = TypeVar("T")
 DEFAULT_MAX_TICKS = 10_000
@@ -59,15 +62,42 @@ class HostError(AssertionError):
     """The host could not do what the test asked (stuck work, too many ticks)."""
 
 
+class IdleRuns(int):
+    """What ``run_until_idle`` ran: as an int, the handler runs of user jobs; ``system`` counts
+    acta's own runs (recovery, and schedules' system jobs when on) apart."""
+
+    user: int
+    system: int
+
+    def __new__(cls, user: int, system: int) -> IdleRuns:
+        found = super().__new__(cls, user)
+        found.user, found.system = user, system
+        return found
+
+    def __repr__(self) -> str:
+        return f"IdleRuns(user={self.user}, system={self.system})"
+
+
 class AsyncHost:
     """Drive ``app`` against ``provider`` on ``clock``; see the module docstring."""
 
     def __init__(
-        self, app: Acta, provider: Provider, clock: ManualClock, **worker_settings: Any
+        self,
+        app: Acta,
+        provider: Provider,
+        clock: ManualClock,
+        *,
+        schedules: bool | None = None,
+        **worker_settings: Any,
     ) -> None:
         self.app = app
         self.provider = provider
         self.clock = clock
+        self.schedules = marked_for_schedules() if schedules is None else schedules
+        """Whether declared schedules and acta's periodic system jobs run: off unless the test
+        is marked ``acta_schedules`` or says so (``schedules=True``, ``enable_schedules()``)."""
+        self.system_runs = 0
+        """How many of acta's own jobs the ticks ran (recovery, and more with schedules on)."""
         self._settings = worker_settings
         self._binding = app.bound(provider, clock)
         self._binding.__enter__()
@@ -91,6 +121,11 @@ class AsyncHost:
         """The default worker, which ``tick()`` uses unless told otherwise."""
         return self.workers[0]
 
+    def enable_schedules(self, on: bool = True) -> None:
+        """Let declared schedules fire and acta's periodic system jobs (retention, alerts, the
+        outbox relay) run, as in production; ``on=False`` mutes them again."""
+        self.schedules = on
+
     async def add_worker(self, **settings: Any) -> Worker:
         """Start another peer worker on the same ledger (registered at once)."""
         worker = self._new_worker(**settings)
@@ -100,22 +135,75 @@ class AsyncHost:
 
     # -- driving --------------------------------------------------------------------------
 
-    async def tick(self, worker: Worker | None = None) -> TickOutcome:
+    async def tick(self, worker: Worker | None = None, *, job: Any = None) -> TickOutcome:
         """Claim at most one due job with ``worker`` (default: the first) and run it.
 
         Due system jobs (recovery) run first, as they would in production, and do not count:
-        the outcome is that of the one user job run, or nothing-claimed."""
+        the outcome is that of the one user job run, or nothing-claimed. With ``job`` (a ref
+        or its text) it runs that job and nothing else (``run``)."""
         chosen = worker or self.worker
         if not _live(chosen, paused_too=True):
             return TickOutcome.NOTHING_CLAIMED  # killed or stopped: it claims nothing more
+        if job is not None:
+            return await self._run_chosen(chosen, job)
         for _ in range(SYSTEM_RUNS_PER_TICK):
-            ended, name = await chosen.run_one()
+            ended, name = await self._run_one(chosen)
             await self._settled_stops()
             if ended is None or name is None:
                 return TickOutcome.NOTHING_CLAIMED
             if name not in SYSTEM_JOBS:
                 return TickOutcome(ended.value)
+            self.system_runs += 1
         raise HostError(f"system jobs kept running for {SYSTEM_RUNS_PER_TICK} claims in one tick")
+
+    async def run(self, ref: Any, worker: Worker | None = None) -> TickOutcome:
+        """Run exactly the job ``ref`` (it must be ready and due), nothing before or after it:
+        no other job, no system job, no schedule."""
+        return await self.tick(worker, job=ref)
+
+    async def _run_chosen(self, worker: Worker, ref: Any) -> TickOutcome:
+        info = await self.app.get_async(ref)
+        ended, _ = await self._execute_one(worker, info.job_id)
+        await self._settled_stops()
+        if ended is None:
+            raise HostError(
+                f"job {info.job_ref} ({info.name}) cannot run now: it is {info.status.label}, "
+                f"due at {info.next_run_at:%Y-%m-%d %H:%M:%S}; run() takes a ready job that is "
+                f"due (advance() the clock to it first)"
+            )
+        return TickOutcome(ended.value)
+
+    async def _run_one(self, worker: Worker) -> tuple[RunEnd | None, str | None]:
+        """``worker.run_one()``, with the slots of schedules and periodic system jobs left out
+        while schedules are off (acta_testing.muting)."""
+        registry = self.deployment.registry
+        if self.schedules or not muted_names(registry):
+            return await worker.run_one()
+        await worker.ensure_registered()  # the definition ids are learnt here
+        with Skipping(worker, muted_ids(worker, registry)):
+            ended, name = await worker.run_one()
+        if ended is not None:
+            return ended, name
+        # A job of a scheduled definition the test enqueued itself is not a firing: run it.
+        scheduled = [n for n in muted_names(registry) if n in registry.handled()]
+        rows = [
+            (j.job_id, j.name, int(j.status), j.priority, j.next_run_at)
+            for n in scheduled
+            for j in await self.app.jobs_async(name=n, status="ready")
+        ]
+        found = due_by_hand(worker, registry, rows) if rows else None
+        return (None, None) if found is None else await self._execute_one(worker, found)
+
+    async def _execute_one(self, worker: Worker, job_id: int) -> tuple[RunEnd | None, str | None]:
+        """Claim the job ``job_id`` by its id (if ready and due) and run it to its settlement,
+        as ``Worker.run_one`` does with the job its claim picks."""
+        if worker.killed or worker.free_executors() <= 0:
+            return None, None
+        run = await worker.claim_one(job_id)
+        if run is None:
+            return None, None
+        run.urgent = True
+        return await worker.execute(run), run.job.name
 
     async def _settled_stops(self) -> None:
         """Let a shutdown that a handler started (``stop`` from inside it) finish before the
@@ -151,15 +239,16 @@ class AsyncHost:
 
     async def run_until_idle(
         self, worker: Worker | None = None, max_ticks: int = DEFAULT_MAX_TICKS
-    ) -> int:
-        """Tick until no user job is ready, leased or due; returns the number of runs.
+    ) -> IdleRuns:
+        """Tick until no user job is ready, leased or due; returns the number of runs of user
+        jobs (``IdleRuns``, an int; its ``system`` counts acta's own runs apart).
 
         Whenever nothing is claimable, time jumps to the next due instant (a retry, a delayed
         job, or the recovery slot when a dead worker still holds leases).
         """
         chosen = worker or self.worker
         await chosen.ensure_registered()
-        runs = 0
+        runs, system = 0, self.system_runs
         for _ in range(max_ticks):
             outcome = await self.tick(chosen)
             if outcome is not TickOutcome.NOTHING_CLAIMED:
@@ -170,15 +259,13 @@ class AsyncHost:
                 functools.partial(read.pending_work, ns)
             )
             if unfinished == 0:
-                return runs
+                return IdleRuns(runs, self.system_runs - system)
             now = self.clock.now()
             if next_due is not None and next_due > now:
                 target = next_due
             elif next_due is not None or next_lease is not None:
                 # Due but unclaimable here, or held by a silent worker: recovery must run.
-                any_due = await self.deployment.ledger.run_async(
-                    functools.partial(read.next_due, ns)
-                )
+                any_due = await self._next_due_claimable(ns, next_due)
                 if any_due is None or any_due <= now:
                     raise HostError(
                         f"{unfinished} job(s) are due or leased but worker "
@@ -186,9 +273,24 @@ class AsyncHost:
                     )
                 target = any_due
             else:
-                return runs  # parked work (suspended, paused) does not move with time alone
+                # Parked work (suspended, paused) does not move with time alone.
+                return IdleRuns(runs, self.system_runs - system)
             await self.advance(target - now)
         raise HostError(f"run_until_idle did not settle within {max_ticks} ticks")
+
+    async def _next_due_claimable(
+        self, namespace_id: int, user_due: datetime | None
+    ) -> datetime | None:
+        """The earliest due instant of a job the host's ticks may claim: any ready job; while
+        schedules are off, a user job (``user_due``) or the recovery slot, as the other slots
+        are muted."""
+        if self.schedules or not muted_names(self.deployment.registry):
+            return await self.deployment.ledger.run_async(
+                functools.partial(read.next_due, namespace_id)
+            )
+        found = await self.app.jobs_async(name=RECOVERY_JOB, include_system=True)
+        instants = [i for i in [user_due, *(j.next_run_at for j in found)] if i is not None]
+        return min(instants, default=None)
 
     # -- worker faults --------------------------------------------------------------------
 
@@ -289,8 +391,15 @@ class Host:
     """The sync test host: the same operations as AsyncHost, as plain calls."""
 
     def __init__(
-        self, app: Acta, provider: Provider, clock: ManualClock, **worker_settings: Any
+        self,
+        app: Acta,
+        provider: Provider,
+        clock: ManualClock,
+        *,
+        schedules: bool | None = None,
+        **worker_settings: Any,
     ) -> None:
+        worker_settings["schedules"] = schedules
         self._portal = Portal()
         self._host = self._portal.call(_make(app, provider, clock, worker_settings))
         self.app, self.provider, self.clock = app, provider, clock
@@ -306,15 +415,29 @@ class Host:
     def add_worker(self, **settings: Any) -> Worker:
         return self._portal.call(self._host.add_worker(**settings))
 
-    def tick(self, worker: Worker | None = None) -> TickOutcome:
-        return self._portal.call(self._host.tick(worker))
+    @property
+    def schedules(self) -> bool:
+        return self._host.schedules
+
+    @property
+    def system_runs(self) -> int:
+        return self._host.system_runs
+
+    def enable_schedules(self, on: bool = True) -> None:
+        self._host.enable_schedules(on)
+
+    def tick(self, worker: Worker | None = None, *, job: Any = None) -> TickOutcome:
+        return self._portal.call(self._host.tick(worker, job=job))
+
+    def run(self, ref: Any, worker: Worker | None = None) -> TickOutcome:
+        return self._portal.call(self._host.run(ref, worker))
 
     def advance(self, duration: str | float | timedelta) -> datetime:
         return self._portal.call(self._host.advance(duration))
 
     def run_until_idle(
         self, worker: Worker | None = None, max_ticks: int = DEFAULT_MAX_TICKS
-    ) -> int:
+    ) -> IdleRuns:
         return self._portal.call(self._host.run_until_idle(worker, max_ticks))
 
     def kill(self, worker: Worker | None = None) -> None:

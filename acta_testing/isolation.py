@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from acta.app import Acta
 
 OVERRIDE = "acta_app"
+SCHEDULES_MARK = "acta_schedules"
 HOSTS = pytest.StashKey[list[Any]]()  # the hosts a test's fixtures made, by the test's item
 _sessions: list[Isolation] = []  # the configured sessions, innermost last (pytester nests them)
 
@@ -145,3 +146,11 @@ def _error(app: Acta, why: str) -> Exception:
         f"ledger. Use it inside a test, and override the `{OVERRIDE}` fixture to return it so "
         f"the test host runs it"
     )
+
+
+def marked_for_schedules() -> bool:
+    """Whether the test running now is marked ``acta_schedules`` (a host built by hand in it
+    follows the mark as the fixtures' hosts do); False outside a pytest test."""
+    session = current()
+    item = session.item if session is not None else None
+    return item is not None and item.get_closest_marker(SCHEDULES_MARK) is not None

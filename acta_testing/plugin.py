@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from acta_testing.isolation import HOSTS, Isolation
+from acta_testing.isolation import HOSTS, SCHEDULES_MARK, Isolation
 
 if TYPE_CHECKING:
     from acta.app import Acta
@@ -45,6 +45,7 @@ SQLSERVER_MISSING = "the SQL Server provider is not implemented yet"
 POSTGRES_MISSING = "PostgreSQL is not available: "
 UNAVAILABLE = " is not available: "  # "<title> is not available: <why>", as POSTGRES_MISSING
 ISOLATION = "acta-isolation"
+SCHEDULES = SCHEDULES_MARK
 
 
 def _providers() -> tuple[str, ...]:
@@ -100,6 +101,11 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{CONFORMANCE}: a behaviour spec that must pass on every provider (counted per provider; "
         "a skip on PostgreSQL fails under CI=true)",
     )
+    config.addinivalue_line(
+        "markers",
+        f"{SCHEDULES}: the test host runs declared schedules and acta's periodic system jobs "
+        "(retention, alerts, outbox relay), which it leaves idle otherwise",
+    )
     config.pluginmanager.register(_Tally(config), "acta-tally")
     config.pluginmanager.register(Isolation(), ISOLATION)
 
@@ -116,10 +122,13 @@ def _ci() -> bool:
 
 @pytest.fixture
 def acta_clock() -> ManualClock:
-    """A manual clock at 2026-01-01T00:00:00Z; it moves only when the test moves it."""
+    """A manual clock at 2026-01-01T00:00:00Z; it moves only when the test moves it. While
+    freezegun or time-machine freezes time, it reads the frozen time, and moving it moves that
+    (acta_testing.frozen)."""
     from acta.clock import ManualClock
+    from acta_testing.frozen import FrozenTime
 
-    return ManualClock(START)
+    return ManualClock(START, follow=FrozenTime())
 
 
 def chosen_provider(config: pytest.Config) -> str:
@@ -242,6 +251,11 @@ def acta_app(request: pytest.FixtureRequest) -> Acta:
     return app
 
 
+def _schedules(request: pytest.FixtureRequest) -> bool:
+    """Whether the test opted in to schedules and periodic system jobs (``acta_schedules``)."""
+    return request.node.get_closest_marker(SCHEDULES) is not None
+
+
 def _remember(request: pytest.FixtureRequest, host: Any) -> None:
     request.node.stash.setdefault(HOSTS, []).append(host)
 
@@ -253,7 +267,7 @@ def acta_host(
     """The sync test host for ``acta_app`` on a per-test ledger and the manual clock."""
     from acta_testing.host import Host
 
-    host = Host(acta_app, acta_provider, acta_clock)
+    host = Host(acta_app, acta_provider, acta_clock, schedules=_schedules(request))
     _remember(request, host)
     yield host
     host.close()
@@ -266,7 +280,7 @@ def acta_async_host(
     """The async test host; await its methods inside an async test."""
     from acta_testing.host import AsyncHost
 
-    host = AsyncHost(acta_app, acta_provider, acta_clock)
+    host = AsyncHost(acta_app, acta_provider, acta_clock, schedules=_schedules(request))
     _remember(request, host)
     yield host
     host.release()

@@ -25,7 +25,7 @@ import pytest
 
 from acta.provider.protocol import Provider
 from acta_testing import LedgerLocation, ledger_location
-from acta_testing.plugin import CONFORMANCE, chosen_provider
+from acta_testing.plugin import CONFORMANCE, SCHEDULES, chosen_provider
 from acta_testing.schemas import LEDGER_TABLES
 
 if TYPE_CHECKING:
@@ -40,11 +40,18 @@ Params = Mapping[str, Any]
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test under conformance/ is a spec (the plugin counts and polices them)."""
+    """Every test under conformance/ is a spec (the plugin counts and polices them). Specs pin
+    what production does, so their hosts run declared schedules and acta's periodic system
+    jobs (``acta_schedules``), which a user's test host leaves idle; a module about the host's
+    own defaults says ``HOST_DEFAULTS = True`` to keep them."""
     mark = getattr(pytest.mark, CONFORMANCE)
+    schedules = getattr(pytest.mark, SCHEDULES)
     for item in items:
         if item.path.is_relative_to(HERE):
             item.add_marker(mark)
+            module = getattr(item, "module", None)
+            if not getattr(module, "HOST_DEFAULTS", False):
+                item.add_marker(schedules)
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from acta.clock import SystemClock
+from acta.clock import database_now_text
 from acta.provider.statements import Call as Call
 from acta.provider.statements import Calls, Statement, Statements
 from acta.provider.statements import op_calls as generic_op_calls
@@ -53,7 +53,8 @@ def transaction_instant() -> str:
     leaves it to the database (production clocks bind NULL). SQLite would otherwise read the
     OS clock once per statement, so one transaction's events could carry several instants;
     PostgreSQL's now() is the transaction's start, and SQLite now behaves the same."""
-    return str(_bind(SystemClock().now()))
+    # The OS clock as SQLite reads it, never Python's (which a test library may have frozen).
+    return database_now_text()
 
 
 def bind_params(params: Mapping[str, Any], now: str | None = None) -> dict[str, object]:
