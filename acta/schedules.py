@@ -42,7 +42,9 @@ class ScheduleInfo:
     last_fired_at: datetime
     """The latest instant fired (for a schedule never fired, the instant it was armed)."""
     next_at: datetime | None
-    """The next instant it fires for; None while paused with no end."""
+    """The next instant it fires for (the first that ``preview`` lists: after an outage, the
+    late instant its misfire policy fires, which is in the past); None while paused with no
+    end."""
     firing_at: datetime | None
     """The instant of a firing in progress, if one is."""
     triggered_at: datetime | None
@@ -55,11 +57,13 @@ class ScheduleInfo:
 
 def _info(row: Mapping[str, Any], now: datetime) -> ScheduleInfo:
     schedule = schedule_of(row)
-    start = max(row["cursor_at"], now)
-    next_at: datetime | None = schedule.next_after(start)
-    if row["paused"]:
-        until = row["resume_at"]
-        next_at = None if until is None else schedule.next_after(max(start, until))
+    # What it fires for next, as preview lists it: after an outage, the late instant its
+    # misfire policy fires (in the past), not the next one on the calendar.
+    next_at: datetime | None = None
+    if not row["paused"]:
+        next_at = _first(schedule.upcoming(row["cursor_at"], now, 1))
+    elif row["resume_at"] is not None:
+        next_at = _first(schedule.upcoming(max(row["cursor_at"], row["resume_at"]), now, 1))
     return ScheduleInfo(
         job_name=row["job_name"],
         name=row["name"],
@@ -259,6 +263,10 @@ def _infos(
 ) -> list[ScheduleInfo]:
     rows, at = changed
     return [_info(r, at) for r in rows if name is None or r["name"] == name]
+
+
+def _first(instants: list[datetime]) -> datetime | None:
+    return instants[0] if instants else None
 
 
 def _one(infos: list[ScheduleInfo], job: str, name: str) -> ScheduleInfo:

@@ -210,6 +210,7 @@ def test_preview_after_an_outage_lists_only_the_instants_that_fire(
     acta_host.advance("30m")  # no worker ran meanwhile: 00:02 .. 00:31 are late
     listed = acta_app.schedules.preview("sweep", n=3)
     assert firings(listed) == expected
+    assert acta_app.schedules.get("sweep").next_at == listed[0]  # the list says the same
     for _ in range(3):  # what it then fires is what the preview said
         assert acta_host.tick() == "completed"
         acta_host.advance("1m")
