@@ -22,7 +22,8 @@ from acta.app import Acta
 from acta.cli.command import CliError, UsageError
 from acta.errors import ActaError, SchemaError
 from acta.names import validate_schema_name
-from acta.provider.factory import resolve_database, sqlite_path
+from acta.provider import registry
+from acta.provider.factory import resolve_database
 
 # -- ledger options ------------------------------------------------------------------------
 
@@ -79,19 +80,20 @@ def resolve_ledger(args: argparse.Namespace, host_app: Acta | None) -> Ledger:
 
 
 def require_ledger_file(database: str | Path | None, schema: str = "acta") -> None:
-    """Refuse to read a SQLite ledger that does not exist.
+    """Refuse to read a ledger file that does not exist (the provider says: SQLite's).
 
     Opening it would silently create an empty file next to the user's work; saying that
     nothing is there, and how to create it, is more useful.
     """
     target = resolve_database(database)
-    path = sqlite_path(target)
-    if path is not None and not Path(path).exists():
+    entry = registry.for_target(target)
+    path = entry.absent(target)
+    if path is not None:
         fix = f"acta schema apply --database {path}"
         if schema != "acta":
             fix += f" --schema {schema}"
         raise SchemaError(
-            f"there is no acta ledger at sqlite file {path}: the file does not exist. "
+            f"there is no acta ledger at {entry.title} file {path}: the file does not exist. "
             f"Create it with `{fix}`."
         )
 

@@ -77,6 +77,9 @@ class ProviderEntry:
     drivers: tuple[str, ...] = ()
     """The top-level modules of its drivers, sync and async (``("sqlite3", "aiosqlite")``): a
     connection or an error whose type comes from one of them is this provider's."""
+    absent: Callable[[str], str | None] = lambda target: None
+    """Where opening ``target`` would create an empty ledger because nothing is there yet (a
+    file that does not exist), for the CLI to refuse instead; None when there is something."""
     outbox: str | None = None
     """The module whose ``OUTBOX`` is this provider's acta.provider.outbox.OutboxDialect (its
     ``outbox/`` folder holds the SQL); None: it cannot be an outbox source."""

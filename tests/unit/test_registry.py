@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -132,3 +133,13 @@ def test_a_driver_object_names_its_provider() -> None:
         assert registry.for_driver(conn) is registry.entry("sqlite")
     assert registry.for_driver(psycopg.OperationalError("gone")) is registry.entry("postgres")
     assert registry.for_driver(ValueError("not a driver's")) is None
+
+
+def test_a_ledger_file_that_is_not_there_is_said_so(tmp_path: Path) -> None:
+    sqlite, postgres = registry.entry("sqlite"), registry.entry("postgres")
+    missing = tmp_path / "nothing-here.db"
+    assert sqlite.absent(str(missing)) == str(missing)
+    assert sqlite.absent(f"sqlite:///{missing}") == str(missing)
+    missing.touch()
+    assert sqlite.absent(str(missing)) is None
+    assert postgres.absent("postgresql://u@db/jobs") is None  # a server is never made by opening

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from acta.errors import ConfigurationError
@@ -33,6 +34,13 @@ def prefix(schema: str) -> str:
     return f"{schema}_"
 
 
+def _absent(target: str) -> str | None:
+    path = sqlite_path(target)
+    if path is None or path == ":memory:" or Path(path).exists():
+        return None
+    return path
+
+
 def _accepts(target: str) -> bool:
     return target.startswith("sqlite:") or "://" not in target
 
@@ -59,4 +67,5 @@ ENTRY = ProviderEntry(
     qualifier=prefix,
     drivers=("sqlite3", "aiosqlite"),
     outbox="acta.provider.sqlite.outbox_dialect",
+    absent=_absent,
 )
