@@ -6,6 +6,13 @@ An override is stored as a small JSON object holding only the fields it changes 
 code), ``retention_ms`` (null: kept forever), ``alerts`` (the profile) and ``priority``
 (which the enqueue SQL reads too). ``normalize`` checks operator input with the same rules as
 the declaration; ``apply`` gives the effective policy. Pure: no I/O.
+
+Precedence, the same everywhere: a job's own value (an operator's amend; only
+``max_attempts`` has one, applied over this module's result by ``acta.runtime.attempt``), else
+the live override (``apply``, the one place Python computes it), else the declaration. SQL
+states the definition's part once per dialect, in ``effective_policy_view``, which every read,
+explain, dashboard, recovery and retention statement joins (conformance/test_policy_precedence
+holds them to what the worker applies).
 """
 
 from __future__ import annotations
