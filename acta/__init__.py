@@ -8,11 +8,14 @@ row you can SELECT through the curated views.
 from acta.about import __version__
 from acta.app import Acta
 from acta.backoff import Backoff
+from acta.blobref import BlobRef
 from acta.clock import Clock, ManualClock, SystemClock
+from acta.codec import Codec, FunctionCodec, codecs
 from acta.context import Cancellation, JobCancelledError, JobContext
 from acta.definition import JobDefinition, JobRequest
 from acta.errors import (
     ActaError,
+    BlobIntegrityError,
     ConfigurationError,
     ConflictError,
     DatabaseUnavailableError,
@@ -30,6 +33,7 @@ from acta.errors import (
     SchemaError,
     StepConflictError,
     StepInterruptedError,
+    UnknownCodecError,
     UnknownJobError,
     UnknownOptionError,
     ValidationError,
@@ -63,10 +67,13 @@ __all__ = [
     "ActaError",
     "AuditLevel",
     "Backoff",
+    "BlobIntegrityError",
+    "BlobRef",
     "Cancel",
     "Cancellation",
     "ChildOutcome",
     "Clock",
+    "Codec",
     "ConfigurationError",
     "ConflictError",
     "DatabaseUnavailableError",
@@ -76,6 +83,7 @@ __all__ = [
     "EventInfo",
     "Fail",
     "Firing",
+    "FunctionCodec",
     "InputDecodeError",
     "InvalidJobRefError",
     "InvalidNameError",
@@ -113,6 +121,7 @@ __all__ = [
     "StepInterruptedError",
     "SyncJobContext",
     "SystemClock",
+    "UnknownCodecError",
     "UnknownJobError",
     "UnknownOptionError",
     "ValidationError",
@@ -120,4 +129,5 @@ __all__ = [
     "WorkerInfo",
     "WorkerStatus",
     "__version__",
+    "codecs",
 ]

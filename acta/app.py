@@ -13,7 +13,7 @@ import contextlib
 import itertools
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
@@ -21,7 +21,8 @@ from acta.alerting import Alerting
 from acta.alerts import Alerts
 from acta.bell import ProcessBell
 from acta.clock import Clock, SystemClock
-from acta.codec import DEFAULT_PAYLOAD_CAP
+from acta.codec import DEFAULT_PAYLOAD_CAP, Codec
+from acta.codec import codecs as codec_registry
 from acta.definition import JobDefinition, JobRequest
 from acta.errors import ConfigurationError
 from acta.ids import JobRef
@@ -90,7 +91,9 @@ class Acta(Reader):
     ``database`` is a SQLite path (``jobs.db`` or ``sqlite:///jobs.db``) or a PostgreSQL URL;
     by default ``$ACTA_DATABASE`` or ``./acta.sqlite3``. Nothing connects until first use.
     ``telemetry``: metrics and spans through OpenTelemetry (docs/guide/observability.md); by
-    default on when the API is installed, over its global providers.
+    default on when the API is installed, over its global providers. ``codecs``: payload codecs
+    to register (process-wide, as ``acta.codecs.register``) for ``codec=`` on jobs
+    (docs/guide/codecs.md).
     """
 
     def __init__(
@@ -105,9 +108,14 @@ class Acta(Reader):
         outbox: OutboxSource | None = None,
         telemetry: Telemetry | bool | None = None,
         contract_drift: str = "warn",
+        codecs: Iterable[Codec] = (),
         **provider_options: Any,
     ) -> None:
         self.namespace = validate_namespace(namespace)
+        # Codecs live in the process-wide registry (acta.codecs): a stored row names its codec
+        # by code, and every reader of the process (CLI, results, the outbox relay) decodes it.
+        for codec in codecs:
+            codec_registry.register(codec)
         self.schema = validate_schema_name(schema)
         self.database = database
         self.apply_migrations = apply_migrations
@@ -271,6 +279,7 @@ class Acta(Reader):
         *,
         input: Any = None,
         result: Any = None,
+        codec: str | Codec | None = None,
         **policy: Unpack[JobOptions],
     ) -> Callable[[F], JobDefinition[Any, Any]]:
         """Declare a job; ``policy`` is ``JobOptions`` (max_attempts, backoff, timeout,
@@ -279,12 +288,13 @@ class Acta(Reader):
         validate_job_name(name)
         check_options(policy, JOB_OPTIONS, "job")
         parsed = JobPolicy.build(**policy)
+        chosen = None if codec is None else codec_registry.resolve(codec)  # unknown: fails now
 
         def register(handler: F) -> JobDefinition[Any, Any]:
             if not callable(handler):
                 raise ConfigurationError(f"@job({name!r}) must decorate a function")
             definition: JobDefinition[Any, Any] = JobDefinition(
-                name, handler, parsed, input_type=input, result_type=result
+                name, handler, parsed, input_type=input, result_type=result, codec=chosen
             )
             return self.add(definition)
 
@@ -297,13 +307,19 @@ class Acta(Reader):
         *,
         input: Any = None,
         result: Any = None,
+        codec: str | Codec | None = None,
         **policy: Unpack[JobOptions],
     ) -> JobDefinition[Any, Any]:
         """Declare a job without a handler, for producers that only enqueue it."""
         validate_job_name(name)
         check_options(policy, JOB_OPTIONS, "define")
         definition: JobDefinition[Any, Any] = JobDefinition(
-            name, None, JobPolicy.build(**policy), input_type=input, result_type=result
+            name,
+            None,
+            JobPolicy.build(**policy),
+            input_type=input,
+            result_type=result,
+            codec=codec,
         )
         return self.add(definition)
 

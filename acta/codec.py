@@ -13,9 +13,17 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from acta.errors import InputDecodeError, PayloadError, PayloadTooLargeError, ValidationError
+from acta.errors import (
+    InputDecodeError,
+    PayloadError,
+    PayloadTooLargeError,
+    UnknownCodecError,
+    ValidationError,
+)
 
 __all__ = [
     "BYTES",
@@ -26,6 +34,7 @@ __all__ = [
     "BytesCodec",
     "Codec",
     "CodecRegistry",
+    "FunctionCodec",
     "JsonCodec",
     "TextCodec",
     "check_size",
@@ -267,6 +276,22 @@ class BytesCodec:
         return _as_bytes(data)
 
 
+@dataclass(frozen=True, slots=True)
+class FunctionCodec:
+    """A codec made of two functions, for codecs that need no class of their own::
+
+        FunctionCodec("msgpack", 130, encode=msgpack.packb, decode=msgpack.unpackb)
+
+    ``encode`` takes the shaped value (dicts, lists, str, numbers, bool, None; bytes for a
+    ``bytes`` input) and returns bytes; ``decode`` takes the stored bytes and returns the value.
+    """
+
+    name: str
+    code: int
+    encode: Callable[[object], bytes]
+    decode: Callable[[bytes], object]
+
+
 JSON = JsonCodec()
 TEXT = TextCodec()
 BYTES = BytesCodec()
@@ -288,8 +313,13 @@ class CodecRegistry:
             self._by_code[codec.code] = codec
 
     def register(self, codec: Codec) -> Codec:
-        """Add a user codec and return it; registering the same object twice is a no-op."""
+        """Add a user codec and return it; registering the same codec again (the same
+        object, or an equal one such as a ``FunctionCodec`` of the same functions) is a no-op
+        that returns the one already registered."""
         name, code = getattr(codec, "name", None), getattr(codec, "code", None)
+        known = self._by_name.get(name) if isinstance(name, str) else None
+        if known is not None and (known is codec or known == codec) and known.code == code:
+            return known
         if not isinstance(name, str) or _CODEC_NAME.fullmatch(name) is None:
             raise ValidationError(
                 "codec.name",
@@ -306,8 +336,6 @@ class CodecRegistry:
             callable(getattr(codec, "encode", None)) and callable(getattr(codec, "decode", None))
         ):
             raise ValidationError("codec", f"{name!r} lacks encode or decode", "see Codec")
-        if self._by_name.get(name) is codec and self._by_code.get(code) is codec:
-            return codec
         if name in self._by_name:
             raise ValidationError("codec.name", f"a codec named {name!r} exists", "unique names")
         if code in self._by_code:
@@ -320,12 +348,24 @@ class CodecRegistry:
         return codec
 
     def by_name(self, name: str) -> Codec:
-        """The codec called ``name``; a ValidationError lists the known names otherwise."""
+        """The codec called ``name``; an UnknownCodecError lists the known names otherwise."""
         try:
             return self._by_name[name]
         except (KeyError, TypeError):
-            known = ", ".join(sorted(self._by_name))
-            raise ValidationError("codec", f"no codec named {name!r}", f"known: {known}") from None
+            known = ", ".join(self._by_name)
+            raise UnknownCodecError(
+                "codec",
+                f"no codec named {name!r} is registered",
+                f"registered: {known}; add one with acta.codecs.register(...) or "
+                "Acta(codecs=[...])",
+            ) from None
+
+    def resolve(self, codec: str | Codec) -> Codec:
+        """What a ``codec=`` option names: a registered name, or a codec object (registered
+        here if it is not yet, so its rows decode in every process that declares the job)."""
+        if isinstance(codec, str):
+            return self.by_name(codec)
+        return self.register(codec)
 
     def by_code(self, code: int) -> Codec:
         """The codec a stored row names; unknown codes mean the row cannot be decoded here."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Generic, Protocol, TypeVar, Unpack
 
-from acta.codec import DEFAULT_PAYLOAD_CAP, Codec, check_size
+from acta.codec import DEFAULT_PAYLOAD_CAP, Codec, check_size, codecs, encode_value
 from acta.context import JobContext
 from acta.contract import Contract, contract_of, fingerprint
 from acta.duration import format_duration, parse_duration
@@ -91,6 +91,7 @@ class JobDefinition(Generic[I, R]):
         input_type: Any = None,
         result_type: Any = None,
         system: bool = False,
+        codec: str | Codec | None = None,
     ) -> None:
         self.owner: DefinitionOwner | None = None
         """The registry this definition belongs to (set when it is registered)."""
@@ -119,8 +120,11 @@ class JobDefinition(Generic[I, R]):
                 "a scheduled handler takes only ctx: a firing has nothing to pass but the "
                 "instant, which it reads from ctx.firing",
             )
-        self.input_codec: Codec = codec_for(self.input_type)
-        self.result_codec: Codec = codec_for(self.result_type)
+        # ``codec=`` names the codec of both input and result; without it the types choose
+        # (text for str, bytes for bytes, JSON for the rest). An unknown name fails here.
+        self.codec: Codec | None = None if codec is None else codecs.resolve(codec)
+        self.input_codec: Codec = self.codec or codec_for(self.input_type)
+        self.result_codec: Codec = self.codec or codec_for(self.result_type)
 
     def _read_signature(
         self, handler: Callable[..., Any], input_type: Any, result_type: Any
@@ -408,5 +412,5 @@ def encode_input(
             "input", f"job {definition.name!r} takes no input", "pass nothing (None)"
         )
     data = to_data(value, definition.input_type, "input")
-    encoded = definition.input_codec.encode(data)
+    encoded = encode_value(definition.input_codec, data, "input")
     return check_size(encoded, payload_cap, "input")

@@ -54,6 +54,23 @@ class PayloadTooLargeError(PayloadError):
     """The encoded payload is over the size cap; it was refused, never truncated."""
 
 
+class UnknownCodecError(ValidationError, LookupError):
+    """A codec name that is not registered in this process (see ``acta.codecs``)."""
+
+
+class BlobIntegrityError(ActaError):
+    """Bytes fetched for a ``BlobRef`` differ from what the reference promised (size or checksum).
+
+    ``field`` is what differed (``size`` or ``checksum``); ``expected`` and ``found`` say how."""
+
+    def __init__(self, uri: str, field: str, expected: object, found: object) -> None:
+        self.uri = uri
+        self.field = field
+        self.expected = expected
+        self.found = found
+        super().__init__(f"blob {uri}: {field} is {found!r}, the reference says {expected!r}")
+
+
 class InputDecodeError(ActaError):
     """A stored payload no longer decodes into the handler's input type."""
 

@@ -24,7 +24,7 @@ from datetime import date, datetime
 from typing import Any, cast
 
 from acta.annotation import Plan, check_supported, codec_for, plan_of, type_name
-from acta.codec import MAX_DEPTH, check_size, encode_value, join_key
+from acta.codec import MAX_DEPTH, Codec, check_size, encode_value, join_key
 from acta.errors import InputDecodeError, PayloadError, ValidationError
 
 __all__ = ["check_supported", "codec_for", "from_data", "to_data"]
@@ -84,12 +84,16 @@ def from_data(data: object, tp: object, path: str = "input") -> object:
     return _IN.step(data, plan_of(tp), path, 0)
 
 
-def encode_payload(value: object, tp: object, field: str, cap: int) -> tuple[int, bytes]:
-    """Convert ``value`` as ``tp`` and encode it with ``tp``'s codec, refusing anything over
-    ``cap`` bytes; errors name ``field``. Untyped (``Any``), a str or bytes keeps its own codec
-    (text, bytes) rather than JSON. Returns (codec code, body): what the ledger stores."""
+def encode_payload(
+    value: object, tp: object, field: str, cap: int, codec: Codec | None = None
+) -> tuple[int, bytes]:
+    """Convert ``value`` as ``tp`` and encode it with ``codec`` (by default ``tp``'s), refusing
+    anything over ``cap`` bytes; errors name ``field``. Untyped (``Any``), a str or bytes keeps
+    its own codec (text, bytes) rather than JSON. Returns (codec code, body): what the ledger
+    stores."""
     data = to_data(value, tp, field)
-    codec = codec_for(type(value) if tp is Any and isinstance(value, str | bytes) else tp)
+    if codec is None:
+        codec = codec_for(type(value) if tp is Any and isinstance(value, str | bytes) else tp)
     return codec.code, check_size(encode_value(codec, data, field), cap, field)
 
 

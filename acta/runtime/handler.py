@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from acta.codec import codecs
+from acta.codec import codecs, decode_value
 from acta.context import JobCancelledError, JobContext
 from acta.definition import JobDefinition
 from acta.model.rows import Claimed
@@ -141,7 +141,9 @@ def _arguments(
 
 
 def decode_input(definition: JobDefinition[Any, Any], job: Claimed) -> Any:
-    data = codecs.by_code(job.input_codec).decode(job.input)
+    # decode_value turns whatever a user codec raises into an InputDecodeError naming the
+    # codec: the job then fails for good, and the worker goes on.
+    data = decode_value(codecs.by_code(job.input_codec), job.input)
     return from_data(data, definition.input_type, "input")
 
 
@@ -151,7 +153,7 @@ def encode_result(
     if value is None:
         return None
     tp = definition.result_type if definition.result_type is not None else Any
-    return encode_payload(value, tp, "result", payload_cap)
+    return encode_payload(value, tp, "result", payload_cap, definition.codec)
 
 
 # Frames from these places are acta's or the event loop's plumbing, not the user's story.

@@ -24,7 +24,13 @@ from acta.codec import (
     encode_value,
     join_key,
 )
-from acta.errors import InputDecodeError, PayloadError, PayloadTooLargeError, ValidationError
+from acta.errors import (
+    InputDecodeError,
+    PayloadError,
+    PayloadTooLargeError,
+    UnknownCodecError,
+    ValidationError,
+)
 
 # Any code point, lone surrogates included (hypothesis leaves them out unless told), with the
 # troublesome ones drawn often so every run meets them.
@@ -310,8 +316,9 @@ class TestRegistry:
             CodecRegistry().register(Half())  # type: ignore[arg-type]
 
     def test_unknown_lookups(self) -> None:
-        with pytest.raises(ValidationError, match="known: bytes, json, text"):
+        with pytest.raises(UnknownCodecError, match="registered: json, text, bytes") as found:
             CodecRegistry().by_name("yaml")
+        assert isinstance(found.value, ValidationError) and found.value.field == "codec"
         with pytest.raises(InputDecodeError, match="codec code 77"):
             CodecRegistry().by_code(77)
 

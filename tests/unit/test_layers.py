@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "acta.duration",
             "acta.instant",
             "acta.codec",
+            "acta.blobref",
             "acta.annotation",
             "acta.shape",
             "acta.contract",
