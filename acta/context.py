@@ -16,12 +16,13 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, Unpack
 
 from acta.backoff import Backoff
 from acta.errors import ValidationError
 from acta.ids import JobRef
 from acta.names import validate_key
+from acta.option_types import EnqueueOptions
 from acta.outcome import ChildOutcome, Firing, SignalResult
 
 
@@ -103,7 +104,7 @@ class DurableOps(Protocol):
     async def sleep(self, name: str | None, until: datetime | None, delay: Any) -> None: ...
     async def wait_signal(self, name: str, tp: Any, timeout: Any, try_form: bool) -> Any: ...
     async def spawn(
-        self, job: Any, inputs: list[Any], names: list[str], options: dict[str, Any]
+        self, job: Any, inputs: list[Any], names: list[str], options: EnqueueOptions
     ) -> list[JobRef]: ...
     async def wait_children(self, timeout: Any) -> list[ChildOutcome]: ...
     async def note(self, text: str) -> None: ...
@@ -319,14 +320,16 @@ class JobContext:
         result: SignalResult[Any] = await self.ops.wait_signal(name, type, timeout, True)
         return result
 
-    async def spawn(self, job: Any, input: Any = None, *, name: str, **options: Any) -> JobRef:
+    async def spawn(
+        self, job: Any, input: Any = None, *, name: str, **options: Unpack[EnqueueOptions]
+    ) -> JobRef:
         """Enqueue a child job named ``name`` (unique under this job: a re-entry finds it
         instead of spawning it again). Options are those of ``enqueue``."""
         refs = await self.ops.spawn(job, [input], [name], options)
         return refs[0]
 
     async def spawn_many(
-        self, job: Any, inputs: Sequence[Any], *, group: str, **options: Any
+        self, job: Any, inputs: Sequence[Any], *, group: str, **options: Unpack[EnqueueOptions]
     ) -> list[JobRef]:
         """Enqueue one child per input, named ``{group}-{index}``, in one transaction."""
         names = child_names(group, inputs)

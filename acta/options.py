@@ -10,20 +10,27 @@ raises for a bad keyword and a ``ValidationError`` as acta raises for bad input)
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timedelta
+from datetime import timedelta
 from difflib import get_close_matches
 from typing import Literal, TypedDict
 
 from acta.backoff import Backoff
 from acta.errors import UnknownOptionError
 from acta.model.codes import AuditLevel
+from acta.option_types import Duration, EnqueueOptions
 from acta.policy.gate import Rate
 from acta.policy.job import AlertProfile
 from acta.policy.schedule import Schedule
 
-Duration = str | float | timedelta
-"""A duration in the one form every acta call takes: ``"1h30m"``, seconds as a number, or a
-``timedelta``."""
+__all__ = [
+    "ENQUEUE_OPTIONS",
+    "JOB_OPTIONS",
+    "Duration",
+    "EnqueueOptions",
+    "JobOptions",
+    "ScheduleLike",
+    "check_options",
+]
 
 ScheduleLike = str | timedelta | Schedule
 """A schedule: an interval (``"5m"``, a ``timedelta``), a cron string (``"0 3 * * *"``,
@@ -48,22 +55,6 @@ class JobOptions(TypedDict, total=False):
     alerts: Literal["terminal", "all", "off"] | AlertProfile
     tenant: Literal["required", "forbidden"] | None
     definition_tags: Iterable[str]
-
-
-class EnqueueOptions(TypedDict, total=False):
-    """The options of one enqueue: ``enqueue``, ``request`` and their twins."""
-
-    delay: Duration | None
-    not_before: datetime | None
-    priority: int | None
-    dedup_key: str | None
-    correlation_key: str | None
-    tags: Iterable[str]
-    lane: str | None
-    concurrency_key: str | None
-    deadline: datetime | Duration | None
-    deadline_policy: Literal["strict", "advisory"]
-    tenant: str | None
 
 
 JOB_OPTIONS: frozenset[str] = frozenset(JobOptions.__annotations__)

@@ -12,11 +12,12 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 from acta.backoff import Backoff
 from acta.context import _MISSING, JobContext, child_names, step_options
 from acta.ids import JobRef
+from acta.option_types import EnqueueOptions
 from acta.outcome import ChildOutcome, SignalResult
 
 T = TypeVar("T")
@@ -110,12 +111,12 @@ class SyncJobContext(JobContext):
         return result
 
     def spawn(  # type: ignore[override]
-        self, job: Any, input: Any = None, *, name: str, **options: Any
+        self, job: Any, input: Any = None, *, name: str, **options: Unpack[EnqueueOptions]
     ) -> JobRef:
         return self._wait(self.ops.spawn(job, [input], [name], options))[0]
 
     def spawn_many(  # type: ignore[override]
-        self, job: Any, inputs: Sequence[Any], *, group: str, **options: Any
+        self, job: Any, inputs: Sequence[Any], *, group: str, **options: Unpack[EnqueueOptions]
     ) -> list[JobRef]:
         names = child_names(group, inputs)
         return self._wait(self.ops.spawn(job, list(inputs), names, options))

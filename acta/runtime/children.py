@@ -17,6 +17,7 @@ from acta.ids import JobRef
 from acta.ledger import durable as verbs
 from acta.model.codes import JobStatus, WaitKind
 from acta.model.rows import WaitRef
+from acta.option_types import EnqueueOptions
 from acta.outcome import ChildOutcome
 from acta.producer import new_job
 from acta.provider.verb import Verb
@@ -32,7 +33,7 @@ class Children(PortBase):
     by name, and gets the same refs): what a wait waits for."""
 
     async def spawn(
-        self, job: Any, inputs: list[Any], names: list[str], options: dict[str, Any]
+        self, job: Any, inputs: list[Any], names: list[str], options: EnqueueOptions
     ) -> list[JobRef]:
         definition = self.env.registry.resolve(job)
         for name in names:
@@ -40,14 +41,14 @@ class Children(PortBase):
         if len(set(names)) != len(names):
             raise ValidationError("name", "two children of one call share a name", "unique names")
         claimed = self.run.job
-        options = {"correlation_key": claimed.correlation_key, **options}
+        given: EnqueueOptions = {"correlation_key": claimed.correlation_key, **options}
         requests = [
             JobRequest.build(
                 definition,
                 value,
                 payload_cap=self.env.registry.payload_cap,
                 inherit_tenant=True,  # a child without a tenant of its own takes its parent's
-                **options,
+                **given,
             )
             for value in inputs
         ]

@@ -21,6 +21,10 @@ def typos() -> None:
     app.enqueue("export", 1, deadline_policy="soft")
     app.job("x", max_attemps=3)
     app.job("y", audit="verbose")
+
+
+async def spawn_typo(ctx: JobContext) -> None:
+    await ctx.spawn(send_receipt, "r-2", name="late", dely="5m")
 """
 
 
@@ -64,5 +68,6 @@ def test_mypy_strict_passes_on_the_user_module_and_catches_typos(tmp_path: Path)
         'Argument "deadline_policy"',
         'Unexpected keyword argument "max_attemps"',
         'Argument "audit"',
+        'Unexpected keyword argument "dely" for "spawn"',
     ):
         assert complaint in done.stdout, done.stdout

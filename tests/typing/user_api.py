@@ -94,7 +94,7 @@ def rollup(ctx: SyncJobContext) -> None:
 @app.job("fan-out")
 async def fan_out(orders: list[Order], ctx: JobContext) -> list[str]:
     refs: list[JobRef] = await ctx.spawn_many(charge_card, orders, group="charge")
-    first: JobRef = await ctx.spawn(send_receipt, "r-1", name="receipt")
+    first: JobRef = await ctx.spawn(send_receipt, "r-1", name="receipt", delay="1m")
     outcomes: list[ChildOutcome] = await ctx.wait_children(timeout="1h")
     answer: SignalResult[object] = await ctx.try_wait_signal("approve", timeout=timedelta(hours=1))
     await ctx.sleep("5m")

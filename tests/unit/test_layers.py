@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "primitives",
         (
             "acta.errors",
+            "acta.option_types",
             "acta.names",
             "acta.duration",
             "acta.instant",
