@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 from acta import Acta
 from acta.dashboard.filters import JobFilter
 from acta.dashboard.source import Source
+from acta.definition import JobDefinition
+from acta.policy.override import stored_key
 from acta_testing import Host
 
 if TYPE_CHECKING:
@@ -32,13 +34,20 @@ def attempts_shown(app: Acta, ledger: Ledger, ref: Any) -> dict[str, object]:
     }
 
 
-def test_a_live_attempts_override_is_what_every_read_shows_and_the_worker_obeys(
-    acta_app: Acta, acta_host: Host, ledger: Ledger
-) -> None:
-    @acta_app.job("flaky", max_attempts=5, backoff="1s")
+def failing_job(app: Acta) -> JobDefinition[Any, Any]:
+    """A job declared with five attempts that fails every run."""
+
+    @app.job("flaky", max_attempts=5, backoff="1s")
     def flaky() -> None:
         raise RuntimeError("always")
 
+    return flaky
+
+
+def test_a_live_attempts_override_is_what_every_read_shows_and_the_worker_obeys(
+    acta_app: Acta, acta_host: Host, ledger: Ledger
+) -> None:
+    flaky = failing_job(acta_app)
     acta_host.advance(0)
     ref = flaky.enqueue()
     assert set(attempts_shown(acta_app, ledger, ref).values()) == {5}
@@ -57,10 +66,7 @@ def test_a_live_attempts_override_is_what_every_read_shows_and_the_worker_obeys(
 def test_a_jobs_own_limit_beats_the_override_everywhere(
     acta_app: Acta, acta_host: Host, ledger: Ledger
 ) -> None:
-    @acta_app.job("flaky", max_attempts=5, backoff="1s")
-    def flaky() -> None:
-        raise RuntimeError("always")
-
+    flaky = failing_job(acta_app)
     acta_host.advance(0)
     amended, other = flaky.enqueue(), flaky.enqueue()
     acta_app.ops.policy.set("flaky", max_attempts=3, expected_version=0)
@@ -84,15 +90,8 @@ OVERRIDES: dict[str, tuple[object, object, object]] = {
     "alerts": ("all", "all", "all"),
     "priority": (40, 40, 40),
 }
-VIEW_COLUMNS = {
-    "max_attempts": "max_attempts",
-    "backoff": "backoff",
-    "timeout": "timeout_ms",
-    "audit": "audit",
-    "retention": "retention_ms",
-    "alerts": "alerts",
-    "priority": "priority",
-}
+# effective_policy_view names its columns as an override stores its keys.
+VIEW_COLUMNS = {field: stored_key(field) for field in OVERRIDES}
 
 
 def worker_value(field: str, value: Any) -> object:
