@@ -23,6 +23,7 @@ from acta.app import Acta
 from acta.errors import ActaError
 from acta.names import validate_job_name, validate_namespace
 from acta.options import JOB_OPTIONS
+from acta.policy.job import JobPolicy
 from acta.provider.factory import open_provider
 
 OPTIONS = frozenset({"DATABASE", "NAMESPACES", "POLICY", "SCHEMA"})
@@ -80,6 +81,10 @@ class Settings:
                 f"{where}['POLICY'] has unknown option(s) {', '.join(wrong)}; "
                 f"use acta's job options ({', '.join(sorted(JOB_OPTIONS))})"
             )
+        try:
+            JobPolicy.build(**policy)
+        except ActaError as exc:
+            raise ImproperlyConfigured(f"{where}['POLICY']: {exc}") from exc
         return cls(database, namespaces, policy, options.get("SCHEMA", "acta"))
 
     def namespace(self, queue: str) -> str:

@@ -49,6 +49,9 @@ TASKS = {
     "default": {
         "BACKEND": "acta.contrib.django.ActaBackend",
         "QUEUES": ["default", "mail"],
-        "OPTIONS": {"NAMESPACES": {"mail": "mail"}, "POLICY": {"max_attempts": 2}},
+        "OPTIONS": {
+            "NAMESPACES": {"mail": "mail"},
+            "POLICY": {"max_attempts": 2, "backoff": "1ms"},
+        },
     }
 }
