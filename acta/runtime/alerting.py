@@ -51,6 +51,8 @@ async def run_alerts(env: RunEnv, ctx: JobContext) -> None:
     resolved = await ledger.run_async(
         lambda: verbs.resolve_recovered(namespace, ACTOR, ledger.now()), name="alerts-resolve"
     )
+    if ledger.telemetry is not None:
+        ledger.telemetry.alerts_resolved(namespace, len(resolved))
     for alert_id in resolved:
         row = await ledger.run_async(partial(verbs.alert_row, namespace, alert_id), name="read")
         if row is not None:
@@ -97,6 +99,9 @@ async def _deliver_to(
             log.warning("alert %d: channel %r failed: %s", notice.alert_id, name, exc)
         else:
             delivered.append(name)
+        if env.ledger.telemetry is not None:
+            took = name not in failed
+            env.ledger.telemetry.alert_notice(env.namespace, name, notice.state, took)
     return delivered, failed
 
 

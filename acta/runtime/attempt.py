@@ -218,7 +218,11 @@ async def settle(env: RunEnv, run: Run, plan: Transition, outcome: RunEnd) -> Ru
     if written is None:
         return RunEnd.LEASE_LOST
     if env.ledger.telemetry is not None:
-        env.ledger.telemetry.settled(env.namespace, run.job.name, written)
+        # The settle's transaction reported the failure to alerting (acta.ledger.alerting)
+        # with the severity record_failure gives it.
+        cause = plan.alert
+        alerted = None if cause is None else ("critical" if cause.final else "warning")
+        env.ledger.telemetry.settled(env.namespace, run.job.name, written, alerted)
     if written is JobStatus.CANCELLED:
         return RunEnd.CANCELLED
     return outcome

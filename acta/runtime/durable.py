@@ -76,6 +76,8 @@ class DurablePort(Children):
         self._bodies: dict[str, str] = {}
         self._types: dict[str, Any] = {}
         self._running: set[str] = set()
+        self._started: dict[str, float] = {}
+        """When each running step's body began, on the worker's monotonic clock (metrics)."""
         self._sleeps = 0
 
     async def _load(self) -> dict[str, verbs.StoredStep]:
@@ -105,33 +107,48 @@ class DurablePort(Children):
         stored = steps.get(name)
         tp = self._types[name] = _returns(fn, options)
         if stored is not None and stored.state is StepState.COMPLETED:
+            self._step_ended(name, "replayed")
             return True, self._decode(stored.value, tp, f"step {name}")
         if stored is not None and stored.at_most_once:
             if stored.state is StepState.BEGUN:
                 await self._mark_interrupted(name, None)
+            self._step_ended(name, "interrupted")
             raise StepInterruptedError(name, stored.execution, stored.error)
         if name in self._running:
             raise StepConflictError(f"step {name!r} is already running in this execution")
         self._running.add(name)
         if options.at_most_once:
             await self._step_write(name, StepState.BEGUN, True, None, None, EventCode.STEP_BEGUN)
+        self._started[name] = self.env.clock.monotonic()
         return False, None
 
     async def step_finish(self, name: str, value: Any, options: StepOptions) -> Any:
         self._running.discard(name)
+        body_ended = self.env.clock.monotonic()  # the writes below are not the body's time
         tp = self._types.get(name, Any)
         try:
             stored = self._encode(value, tp, f"step {name}")
         except PayloadError as exc:
+            self._step_ended(name, "failed", body_ended)
             if options.at_most_once:  # it ran: it must not run again, even if unrecorded
                 await self._mark_interrupted(name, f"its result cannot be stored: {exc}")
             raise PayloadError(f"step {name}", f"its result cannot be stored: {exc}") from None
         event = EventCode.STEP_COMPLETED if self._audited() else None
         await self._step_write(name, StepState.COMPLETED, options.at_most_once, stored, None, event)
+        self._step_ended(name, "completed", body_ended)
         return self._decode(stored, tp, f"step {name}")
+
+    def _step_ended(self, name: str, outcome: str, until: float | None = None) -> None:
+        started = self._started.pop(name, None)
+        watch = self.env.ledger.telemetry
+        if watch is not None:
+            end = self.env.clock.monotonic() if until is None else until
+            seconds = None if started is None else end - started
+            watch.step_ended(self.env.namespace, self.run.job.name, outcome, seconds)
 
     async def step_failed(self, name: str, error: BaseException, options: StepOptions) -> None:
         self._running.discard(name)
+        self._step_ended(name, "failed")
         if options.at_most_once:
             await self._mark_interrupted(name, describe(error))
 

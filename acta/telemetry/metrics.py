@@ -21,6 +21,11 @@ JOB_NAME = "acta.job.name"
 OUTCOME = "acta.outcome"
 STATUS = "acta.status"
 SEVERITY = "acta.alert.severity"
+STEP_OUTCOME = "acta.step.outcome"
+LOCK_OUTCOME = "acta.lock.outcome"
+CHANNEL = "acta.alert.channel"
+NOTICE = "acta.alert.notice"
+DELIVERY = "acta.alert.delivery"
 
 # Names and units, one place (docs/guide/observability.md lists them for users).
 EXECUTIONS = "acta.executions"
@@ -31,6 +36,13 @@ LEASE_LOSSES = "acta.lease_losses"
 EXECUTING = "acta.executing"
 BACKLOG = "acta.backlog"
 ALERTS_OPENED = "acta.alerts.opened"
+ALERT_FAILURES = "acta.alerts.failures"
+ALERT_NOTICES = "acta.alerts.notices"
+ALERTS_RESOLVED = "acta.alerts.resolved"
+STEPS = "acta.steps"
+STEP_DURATION = "acta.step.duration"
+LOCK_WAITS = "acta.lock.waits"
+LOCK_WAIT_DURATION = "acta.lock.wait.duration"
 
 BacklogReader = Callable[[], Mapping[str, int]]
 """Reads one namespace's backlog from its ledger: due, unclaimed jobs by job name."""
@@ -66,7 +78,40 @@ class Instruments:
             EXECUTING, unit="{job}", description="Runs in progress in this process"
         )
         self.alerts_opened = meter.create_counter(
-            ALERTS_OPENED, unit="{alert}", description="Alerts opened for operators"
+            ALERTS_OPENED, unit="{alert}", description="Alerts a handler opened with ctx.alert"
+        )
+        self.alert_failures = meter.create_counter(
+            ALERT_FAILURES,
+            unit="{failure}",
+            description="Failures a settle reported to alerting (opening or joining an incident)",
+        )
+        self.alert_notices = meter.create_counter(
+            ALERT_NOTICES,
+            unit="{notice}",
+            description="Alert notices handed to a channel, by notice and whether it took it",
+        )
+        self.alerts_resolved = meter.create_counter(
+            ALERTS_RESOLVED,
+            unit="{alert}",
+            description="Failure incidents resolved because their job succeeded again",
+        )
+        self.steps = meter.create_counter(
+            STEPS, unit="{step}", description="Durable steps that ended, by how they ended"
+        )
+        self.step_duration = meter.create_histogram(
+            STEP_DURATION, unit="s", description="How long a step's body ran (steps that ran)"
+        )
+        # Fed by handler locks (ctx.lock): defined here so that dashboards can be built on the
+        # names before every provider records them.
+        self.lock_waits = meter.create_counter(
+            LOCK_WAITS,
+            unit="{wait}",
+            description="Lock requests that found the lock held and had to wait, by outcome",
+        )
+        self.lock_wait_duration = meter.create_histogram(
+            LOCK_WAIT_DURATION,
+            unit="s",
+            description="How long a contended lock request waited, by outcome",
         )
         self._backlogs: dict[str, BacklogReader] = {}
         # One gauge for every watched namespace: an instrument made twice under one name keeps

@@ -23,10 +23,15 @@ from acta.model.codes import JobStatus
 from acta.model.rows import Claimed
 from acta.names import SYSTEM_PREFIX
 from acta.telemetry.metrics import (
+    CHANNEL,
+    DELIVERY,
+    LOCK_OUTCOME,
     NAMESPACE,
+    NOTICE,
     OUTCOME,
     SEVERITY,
     STATUS,
+    STEP_OUTCOME,
     BacklogReader,
     Instruments,
     count_by_name,
@@ -124,11 +129,16 @@ class Telemetry:
                 span.set_status(Status(StatusCode.ERROR, outcome))
             span.end()
 
-    def settled(self, namespace: str, name: str, status: JobStatus) -> None:
-        """A worker's settle committed, writing ``status`` (acta's own jobs are left out)."""
+    def settled(
+        self, namespace: str, name: str, status: JobStatus, alerted: str | None = None
+    ) -> None:
+        """A worker's settle committed, writing ``status`` (acta's own jobs are left out);
+        ``alerted``: the severity of the failure it reported to alerting, if it did."""
         if name.startswith(SYSTEM_PREFIX):
             return
         self.instruments.settles.add(1, self._labels(namespace, name, STATUS, status.label))
+        if alerted is not None:
+            self.instruments.alert_failures.add(1, self._labels(namespace, name, SEVERITY, alerted))
         current = trace.get_current_span()
         if current.is_recording():
             current.set_attribute(STATUS, status.label)
@@ -141,6 +151,45 @@ class Telemetry:
     def alert_opened(self, namespace: str, name: str, severity: str) -> None:
         """An alert was opened for a job of ``name``."""
         self.instruments.alerts_opened.add(1, self._labels(namespace, name, SEVERITY, severity))
+
+    def alert_notice(self, namespace: str, channel: str, notice: str, delivered: bool) -> None:
+        """sys.alerts handed a notice (``open``, ``reminder``, ``resolved``) to ``channel``."""
+        self.instruments.alert_notices.add(
+            1,
+            {
+                NAMESPACE: namespace,
+                CHANNEL: channel,
+                NOTICE: notice,
+                DELIVERY: "delivered" if delivered else "failed",
+            },
+        )
+
+    def alerts_resolved(self, namespace: str, count: int) -> None:
+        """sys.alerts resolved ``count`` incidents whose job recovered."""
+        if count:
+            self.instruments.alerts_resolved.add(count, {NAMESPACE: namespace})
+
+    def step_ended(
+        self, namespace: str, name: str, outcome: str, seconds: float | None = None
+    ) -> None:
+        """A durable step of a job of ``name`` ended: ``completed``, ``failed`` (its body
+        raised, or its result could not be stored), ``replayed`` (its stored result was
+        returned, nothing ran) or ``interrupted`` (an at-most-once step found begun and never
+        finished). ``seconds``: how long its body ran, for steps that ran."""
+        if name.startswith(SYSTEM_PREFIX):
+            return
+        attributes = self._labels(namespace, name, STEP_OUTCOME, outcome)
+        self.instruments.steps.add(1, attributes)
+        if seconds is not None:
+            self.instruments.step_duration.record(max(0.0, seconds), attributes)
+
+    def lock_waited(self, namespace: str, name: str, outcome: str, seconds: float) -> None:
+        """A handler of a job of ``name`` found a lock held and waited ``seconds``; ``outcome``
+        is ``acquired``, ``timed-out`` or ``abandoned`` (its run ended while it waited). Lock
+        keys are not attributes: they are unbounded."""
+        attributes = self._labels(namespace, name, LOCK_OUTCOME, outcome)
+        self.instruments.lock_waits.add(1, attributes)
+        self.instruments.lock_wait_duration.record(max(0.0, seconds), attributes)
 
     # -- the application ----------------------------------------------------------------
 

@@ -17,12 +17,8 @@ from typing import Any
 
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
+from telemetry_support import Sdk, job
 
 import acta.telemetry
 from acta import Acta, JobContext, JobStatus, SyncJobContext
@@ -31,47 +27,10 @@ from acta.provider.protocol import Provider
 from acta.telemetry import Telemetry
 from acta_testing import Host
 
-Points = dict[tuple[tuple[str, Any], ...], Any]
-
 
 @pytest.fixture
 def acta_provider(either_dialect: Provider) -> Provider:
     return either_dialect
-
-
-class Sdk:
-    """An SDK wired to memory: what acta recorded is read back here."""
-
-    def __init__(self) -> None:
-        self.reader = InMemoryMetricReader()
-        self.exporter = InMemorySpanExporter()
-        self.tracer_provider = TracerProvider()
-        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.exporter))
-        self.meter_provider = MeterProvider(metric_readers=[self.reader])
-        self.tracer = self.tracer_provider.get_tracer("shop")
-
-    def metrics(self) -> dict[str, Points]:
-        """Every acta instrument's points, by name, then by attributes (sorted pairs)."""
-        found: dict[str, Points] = {}
-        data = self.reader.get_metrics_data()
-        for resource in data.resource_metrics if data else ():
-            for scope in resource.scope_metrics:
-                if scope.scope.name != "acta":
-                    continue
-                for metric in scope.metrics:
-                    points = found.setdefault(metric.name, {})
-                    for point in metric.data.data_points:
-                        key = tuple(sorted(point.attributes.items()))
-                        has_count = hasattr(point, "count")  # a histogram point
-                        points[key] = (point.count, point.sum) if has_count else point.value
-        return found
-
-    def spans(self, name: str) -> list[ReadableSpan]:
-        return [s for s in self.exporter.get_finished_spans() if s.name == name]
-
-    def close(self) -> None:
-        self.meter_provider.shutdown()
-        self.tracer_provider.shutdown()
 
 
 @pytest.fixture
@@ -87,10 +46,6 @@ def acta_app(sdk: Sdk) -> Acta:
         meter_provider=sdk.meter_provider, tracer_provider=sdk.tracer_provider, backlog=True
     )
     return Acta(telemetry=telemetry)
-
-
-def job(name: str, **more: str) -> tuple[tuple[str, Any], ...]:
-    return tuple(sorted({"acta.namespace": "default", "acta.job.name": name, **more}.items()))
 
 
 def test_a_scripted_run_shows_exact_counts_on_every_instrument(
@@ -280,7 +235,7 @@ def test_without_opentelemetry_acta_runs_and_records_nothing(
         monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.setattr(acta.telemetry, "_shared", [])
     assert not acta.telemetry.available()
-    with pytest.raises(ConfigurationError, match=r"acta\[otel\]"):
+    with pytest.raises(ConfigurationError, match=r"acta-jobs\[otel\]"):
         Acta(telemetry=True)
 
     app = Acta()
