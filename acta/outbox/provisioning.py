@@ -118,7 +118,7 @@ def create_outbox(connection: object, *, schema: str | None = None) -> None:
             "an async connection was given to create_outbox; use the async twin"
         )
     for statement in statements(provisioning_sql(driver.dialect, schema)):
-        conn.execute(statement)  # type: ignore[attr-defined]
+        dialects.dialect(driver.dialect).execute(conn, statement)
 
 
 async def create_outbox_async(connection: object, *, schema: str | None = None) -> None:
@@ -126,6 +126,6 @@ async def create_outbox_async(connection: object, *, schema: str | None = None) 
     conn = await caller_tx.unwrap_async(connection)
     driver = driver_of(conn)
     for statement in statements(provisioning_sql(driver.dialect, schema)):
-        done = conn.execute(statement)  # type: ignore[attr-defined]
+        done = dialects.dialect(driver.dialect).execute(conn, statement)
         if driver.is_async:
             await done

@@ -121,12 +121,12 @@ class SourceConnection:
         return {key: bind(value) for key, value in params.items()}
 
     def rows(self, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        cursor = self.conn.execute(self._sql(name), self._bind(params or {}))
+        cursor = self._outbox.execute(self.conn, self._sql(name), self._bind(params or {}))
         columns = [c[0] for c in cursor.description or ()]
         return [self._read(dict(zip(columns, row, strict=True))) for row in cursor.fetchall()]
 
     def execute(self, name: str, params: Mapping[str, Any] | None = None) -> int:
-        cursor = self.conn.execute(self._sql(name), self._bind(params or {}))
+        cursor = self._outbox.execute(self.conn, self._sql(name), self._bind(params or {}))
         return int(cursor.rowcount)
 
     def _read(self, row: dict[str, Any]) -> dict[str, Any]:
@@ -140,13 +140,13 @@ class SourceConnection:
     def transaction(self) -> Iterator[SourceConnection]:
         """One source transaction, opened as the provider says (SQLite takes the write lock
         at once; PostgreSQL serialises the relay's claims with its ``lock`` statement)."""
-        self.conn.execute(self._outbox.begin)
+        self._outbox.execute(self.conn, self._outbox.begin)
         try:
             yield self
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            self._outbox.execute(self.conn, "ROLLBACK")
             raise
-        self.conn.execute("COMMIT")
+        self._outbox.execute(self.conn, "COMMIT")
 
     def close(self) -> None:
         self.conn.close()

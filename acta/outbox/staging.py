@@ -140,7 +140,7 @@ def stage(
             f"an async {type(conn).__name__} was given to add_to_outbox; use add_to_outbox_async"
         )
     sql, params = _statement(driver, request, namespace, now, schema)
-    cursor: Any = conn.execute(sql, params)  # type: ignore[attr-defined]
+    cursor: Any = dialects.dialect(driver.dialect).execute(conn, sql, params)
     returns = dialects.dialect(driver.dialect).stage_returns_id
     return _row_id(driver, cursor, cursor.fetchone() if returns else None)
 
@@ -157,7 +157,7 @@ async def stage_async(
     conn = await caller_tx.unwrap_async(connection)
     driver = driver_of(conn)
     sql, params = _statement(driver, request, namespace, now, schema)
-    cursor: Any = conn.execute(sql, params)  # type: ignore[attr-defined]
+    cursor: Any = dialects.dialect(driver.dialect).execute(conn, sql, params)
     if driver.is_async:
         cursor = await cursor
     row = None

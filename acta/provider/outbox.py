@@ -57,6 +57,12 @@ class OutboxDialect(Protocol):
         """A value as this database stores it in the outbox (instants, lists, booleans)."""
         ...
 
+    def execute(self, conn: Any, sql: str, params: Any = None) -> Any:
+        """Run one statement on a connection of this dialect's driver and answer its cursor
+        (awaitable for an async connection): sqlite3 and psycopg run it on the connection
+        itself, PyMySQL only on a cursor."""
+        ...
+
 
 def _entries() -> list[registry.ProviderEntry]:
     return [e for e in registry.entries() if e.outbox is not None]

@@ -40,6 +40,9 @@ class PostgresOutbox:
     def bind(self, value: Any) -> Any:
         return value  # psycopg binds lists as arrays, datetimes as timestamptz
 
+    def execute(self, conn: Any, sql: str, params: Any = None) -> Any:
+        return conn.execute(sql) if params is None else conn.execute(sql, params)
+
 
 @cache
 def _lenient_loader() -> type:

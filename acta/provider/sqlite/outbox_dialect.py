@@ -62,5 +62,8 @@ class SqliteOutbox:
             return json.dumps(value)
         return value
 
+    def execute(self, conn: Any, sql: str, params: Any = None) -> Any:
+        return conn.execute(sql) if params is None else conn.execute(sql, params)
+
 
 OUTBOX = SqliteOutbox()
