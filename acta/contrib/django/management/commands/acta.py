@@ -10,7 +10,6 @@ Django's connections are closed around each task, as around a request.
 from __future__ import annotations
 
 import asyncio
-import signal
 import sys
 from typing import Any
 
@@ -19,8 +18,8 @@ from django.tasks import Task, task_backends
 from django.utils.module_loading import autodiscover_modules
 
 from acta.contrib.django.backend import ActaBackend
+from acta.contrib.running import drain, serve
 from acta.errors import ActaError
-from acta.runtime.worker import Worker
 
 
 class Command(BaseCommand):
@@ -66,10 +65,10 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         self.stderr.write(f"acta: {declared} task(s) on queue(s) {', '.join(queues)}")
         if options["batch"]:
-            ran = asyncio.run(_drain(workers))
+            ran = asyncio.run(drain(workers))
             self.stdout.write(f"ran {ran} job(s)")
         else:
-            asyncio.run(_serve(workers))
+            asyncio.run(serve(workers))
 
 
 def discover(backend: ActaBackend, queues: list[str]) -> int:
@@ -86,24 +85,3 @@ def discover(backend: ActaBackend, queues: list[str]) -> int:
                 backend.definition(backend.app_for(value.queue_name), value)
                 count += 1
     return count
-
-
-async def _serve(workers: list[Worker]) -> None:
-    stopping = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stopping.set)
-    await asyncio.gather(*(w.serve(stopping) for w in workers))
-
-
-async def _drain(workers: list[Worker]) -> int:
-    ran = 0
-    for worker in workers:
-        await worker.ensure_registered()
-        while True:
-            end, name = await worker.run_one()
-            if end is None:
-                break
-            ran += not (name or "").startswith("sys.")  # acta's own jobs are not counted
-        await worker.shutdown()
-    return ran
