@@ -13,6 +13,7 @@ from typing import Any
 from acta.errors import JobNotFoundError
 from acta.ids import JobRef
 from acta.ledger import durable, read
+from acta.ledger.control import check_actor
 from acta.ledger.doubt import once
 from acta.ledger.signal import resume, send_signal
 from acta.model.codes import JobStatus
@@ -52,43 +53,60 @@ class Signals(Overrides):
     """Signals, resumes and progress for one namespace of the ledger ``ledger()`` returns."""
 
     def _signal_verb(
-        self, ref: JobRef | str, name: str, payload: Any
+        self, ref: JobRef | str, name: str, payload: Any, actor: str | None = None
     ) -> Callable[[], Verb[SignalOutcome]]:
         key = str(JobRef.coerce(ref))
         validate_key(name, field="name", max_length=200)
         code, body = encode_payload(payload, Any, "payload", self._registry.payload_cap)
+        who = None if actor is None else check_actor(actor)
         ns, now = self.namespace, self._read_ledger().now()
         # One memory per call: a retry after a lost COMMIT reply answers as the first attempt.
-        return once(send_signal, key, ns, name, code, body, now)
+        return once(send_signal, key, ns, name, code, body, now, who)
 
-    def signal(self, ref: JobRef | str, name: str, payload: Any = None) -> SignalOutcome:
+    def signal(
+        self, ref: JobRef | str, name: str, payload: Any = None, *, actor: str | None = None
+    ) -> SignalOutcome:
         """Send signal ``name`` (with ``payload``) to a job. A job suspended on that signal is
         released; otherwise the signal is kept for its next wait. An unknown or finished job
-        is an outcome (NO_SUCH_JOB, JOB_FINISHED), not an error."""
-        outcome = self._run(self._signal_verb(ref, name, payload))
+        is an outcome (NO_SUCH_JOB, JOB_FINISHED), not an error. ``actor`` (an operator's
+        name) is recorded on the ``signalled`` event."""
+        outcome = self._run(self._signal_verb(ref, name, payload, actor))
         self._after_signal(outcome)
         return outcome
 
     async def signal_async(
-        self, ref: JobRef | str, name: str, payload: Any = None
+        self, ref: JobRef | str, name: str, payload: Any = None, *, actor: str | None = None
     ) -> SignalOutcome:
-        outcome = await self._run_async(self._signal_verb(ref, name, payload))
+        outcome = await self._run_async(self._signal_verb(ref, name, payload, actor))
         self._after_signal(outcome)
         return outcome
 
     def _after_signal(self, outcome: SignalOutcome) -> None:
         """A released job is ready now: wake this process's idle workers."""
 
-    def resume(self, ref: JobRef | str, reason: str = "resumed by an operator") -> JobStatus:
-        """Take a paused job back to ready; ConflictError if it is not paused."""
+    def resume(
+        self,
+        ref: JobRef | str,
+        reason: str = "resumed by an operator",
+        *,
+        actor: str | None = None,
+    ) -> JobStatus:
+        """Take a paused job back to ready; ConflictError if it is not paused. ``actor`` is
+        recorded on the ``resumed`` event."""
         key, ns, now = str(JobRef.coerce(ref)), self.namespace, self._read_ledger().now()
-        return self._run(once(resume, key, ns, reason, now))
+        who = None if actor is None else check_actor(actor)
+        return self._run(once(resume, key, ns, reason, now, who))
 
     async def resume_async(
-        self, ref: JobRef | str, reason: str = "resumed by an operator"
+        self,
+        ref: JobRef | str,
+        reason: str = "resumed by an operator",
+        *,
+        actor: str | None = None,
     ) -> JobStatus:
         key, ns, now = str(JobRef.coerce(ref)), self.namespace, self._read_ledger().now()
-        return await self._run_async(once(resume, key, ns, reason, now))
+        who = None if actor is None else check_actor(actor)
+        return await self._run_async(once(resume, key, ns, reason, now, who))
 
     def progress(self, ref: JobRef | str) -> Progress | None:
         """The job's progress slot; None if its handler never wrote one."""

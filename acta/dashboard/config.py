@@ -12,14 +12,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from acta.errors import ConfigurationError
+from acta.errors import ConfigurationError, ValidationError
+from acta.tenants import check_tenant_key
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 Authorize = Callable[[Any], "str | None"]
 """Called with the Starlette request; returns the actor's name, or None to refuse it."""
 
 VERB_FAMILIES: dict[str, tuple[str, ...]] = {
-    "jobs": ("restart", "cancel", "reschedule"),
+    "jobs": ("restart", "cancel", "reschedule", "signal", "resume", "amend"),
+    "bulk": ("restart", "cancel", "reschedule", "purge"),
     "definitions": ("pause", "resume"),
     "alerts": ("acknowledge", "resolve"),
     "schedules": ("pause", "resume", "trigger"),
@@ -40,6 +42,8 @@ class DashboardConfig:
     authorize: Authorize | None
     verbs: frozenset[str]
     refresh_seconds: int
+    tenant: str | None = None
+    """The one tenant whose jobs the Jobs page lists and the job verbs may change; None: all."""
 
     def verb_enabled(self, family: str) -> bool:
         return family in self.verbs
@@ -52,6 +56,7 @@ def build_config(
     authorize: Authorize | None,
     verbs: Iterable[str],
     refresh_seconds: object,
+    tenant: object = None,
 ) -> DashboardConfig:
     """Check every setting; a bad one raises ConfigurationError naming it and what is allowed."""
     if not isinstance(local_only, bool):
@@ -97,10 +102,18 @@ def build_config(
         raise ConfigurationError(
             f"refresh_seconds: got {refresh_seconds!r}; allowed: an int from 1 to 3600"
         )
+    if tenant is not None:
+        try:
+            check_tenant_key(tenant)
+        except (ValidationError, TypeError):
+            raise ConfigurationError(
+                f"tenant: got {tenant!r:.80}; allowed: a tenant key, or None for every tenant"
+            ) from None
     return DashboardConfig(
         local_only=local_only,
         trusted_proxies=tuple(proxies),
         authorize=authorize,
         verbs=chosen,
         refresh_seconds=refresh_seconds,
+        tenant=None if tenant is None else str(tenant),
     )

@@ -11,6 +11,7 @@ thread pool, so the dashboard needs nothing from the host's event loop.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -23,7 +24,8 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from acta.dashboard import body, filters
+from acta.dashboard import body, bulk, filters
+from acta.dashboard.bulk import ScopeError
 from acta.dashboard.config import VERB_FAMILIES, Authorize, DashboardConfig, build_config
 from acta.dashboard.csrf import FIELD, HEADER, Csrf, CsrfError
 from acta.dashboard.guard import Guard
@@ -58,6 +60,8 @@ PAGES = (
 def _status_of(exc: Exception) -> int:
     """The HTTP status for an error acta raised: the caller's fault (400, 404, 409) only when
     it is; an unreachable database is 503 and anything else 500, never "bad request"."""
+    if isinstance(exc, ScopeError):
+        return 403
     if isinstance(exc, ValidationError):
         return 400
     if isinstance(exc, LookupError):
@@ -93,6 +97,9 @@ class Dashboard:
             Route("/schedules", self._page("schedules", lambda r: self.source.schedules())),
             Route("/namespaces", self._page("namespaces", lambda r: self.source.namespaces())),
             Route("/tenants", self._page("tenants", self._tenants)),
+            Route("/bulk/{verb}", self._page("bulk", self._bulk_preview)),
+            Route("/api/bulk/{verb}", self._api(self._bulk_preview)),
+            Route("/api/bulk/{verb}", self._verb("bulk"), methods=["POST"]),
             Route("/api/session", self._session),
             Route("/api/overview", self._api(lambda r: self.source.overview())),
             Route("/api/jobs", self._api(self._jobs)),
@@ -122,16 +129,69 @@ class Dashboard:
 
     def _jobs(self, request: Request) -> dict[str, Any]:
         chosen = filters.parse(request.query_params, _names(request))
+        scope = self.config.tenant
+        if scope is not None:
+            if chosen.tenant not in (None, scope):
+                raise ScopeError(f"this dashboard shows the jobs of tenant {scope!r} only")
+            chosen = replace(chosen, tenant=scope)
         return self.source.jobs(chosen)
 
     def _job(self, request: Request) -> dict[str, Any]:
         ref = request.path_params["ref"]
         try:
-            return self.source.job(ref)
+            data = self.source.job(ref)
         except InvalidJobRefError:
             # A malformed ref names no job either: the same 404 as an unknown one.
             namespace = self.source.namespace
             raise JobNotFoundError(f"no job {ref[:80]!r} in namespace {namespace!r}") from None
+        self._in_scope(ref, data.get("tenant"))
+        return data
+
+    def _in_scope(self, ref: str, tenant: object) -> None:
+        """A job of another tenant than the one this dashboard is scoped to is not shown
+        (nor changed): the same 404 as a job that does not exist."""
+        if self.config.tenant is not None and tenant != self.config.tenant:
+            namespace = self.source.namespace
+            raise JobNotFoundError(f"no job {ref[:80]!r} in namespace {namespace!r}")
+
+    def _bulk_request(self, verb: str, args: Any, allowed: tuple[str, ...]) -> bulk.BulkRequest:
+        if verb not in bulk.VERBS:
+            raise JobNotFoundError(f"there is no bulk verb {verb[:40]!r}")
+        if not self.config.verb_enabled("bulk"):
+            raise ScopeError(_off("bulk"))
+        return bulk.check(
+            verb,
+            args,
+            namespace=self.source.namespace,
+            tenant_scope=self.config.tenant,
+            now=self.app.ledger.now(),
+            allowed=allowed,
+        )
+
+    def _bulk_preview(self, request: Request) -> dict[str, Any]:
+        """The set a bulk verb would take, counted (a dry run: a GET changes nothing)."""
+        verb = request.path_params["verb"]
+        chosen = self._bulk_request(verb, request.query_params, bulk.PREVIEW_PARAMS)
+        if len(_names(request)) != len(set(_names(request))):
+            raise ValidationError("filter", "a parameter is given twice", "each at most once")
+        matched = bulk.preview(self.app, chosen, request.state.acta_actor)
+        return {
+            "verb": verb,
+            "matched": matched,
+            "filter": chosen.shown,
+            "destructive": verb in bulk.DESTRUCTIVE,
+        }
+
+    def _run_bulk(self, verb: str, args: dict[str, str], actor: str) -> Any:
+        chosen = self._bulk_request(verb, args, bulk.RUN_FIELDS)
+        return bulk.run(self.app, chosen, args, actor)
+
+    def _run_verb(self, family: str, verb: str, target: str, args: Any, actor: str) -> Any:
+        if family == "bulk":
+            return self._run_bulk(verb, args, actor)
+        if family == "jobs" and self.config.tenant is not None:
+            self._in_scope(target, self.app.get(target).tenant)
+        return run_verb(self.app, family, verb, target, args, actor)
 
     def _tenants(self, request: Request) -> dict[str, Any]:
         chosen = filters.parse_tenant_page(request.query_params, _names(request))
@@ -239,19 +299,14 @@ class Dashboard:
             params = request.path_params
             verb = params["verb"]
             target = (
-                f"{params['job']}/{params['name']}" if family == "schedules" else params["target"]
+                f"{params['job']}/{params['name']}"
+                if family == "schedules"
+                else params.get("target", "")
             )
             if verb not in VERB_FAMILIES[family]:
                 return self._refuse(request, 404, f"{family} have no verb {verb!r}.")
             if not self.config.verb_enabled(family):
-                return self._refuse(
-                    request,
-                    403,
-                    (
-                        f"The {family} verbs are off. Enable them with "
-                        f"create_dashboard(..., verbs=[{family!r}])."
-                    ),
-                )
+                return self._refuse(request, 403, _off(family))
             form = request.headers.get("content-type", "").startswith(FORM)
             header_token = request.headers.get(HEADER)
             # Origin, cookie and a header token are checked before the body is even read.
@@ -273,9 +328,7 @@ class Dashboard:
                     return self._refuse(request, 403, f"Refused: {exc}.")
             actor = request.state.acta_actor
             try:
-                done = await run_in_threadpool(
-                    run_verb, self.app, family, verb, target, args, actor
-                )
+                done = await run_in_threadpool(self._run_verb, family, verb, target, args, actor)
             except (ActaError, ValueError) as exc:
                 return self._refuse(request, _status_of(exc), f"Refused: {exc}")
             if not form:
@@ -286,6 +339,12 @@ class Dashboard:
             return RedirectResponse(f"{back}{sep}{urlencode(notice)}", 303)
 
         return endpoint
+
+
+def _off(family: str) -> str:
+    return (
+        f"The {family} verbs are off. Enable them with create_dashboard(..., verbs=[{family!r}])."
+    )
 
 
 def _names(request: Request) -> list[str]:
@@ -318,6 +377,7 @@ def create_dashboard(
     authorize: Authorize | None = None,
     verbs: Iterable[str] = (),
     refresh_seconds: int = 5,
+    tenant: str | None = None,
 ) -> Guard:
     """The dashboard of ``app`` as an ASGI application (mount it at any path).
 
@@ -326,6 +386,8 @@ def create_dashboard(
     ``authorize``: a callable given the request that returns the actor's name, or None to
     refuse; without one this raises ConfigurationError and nothing is served.
     ``trusted_proxies``: addresses or networks whose forwarding headers are believed.
+    ``tenant``: show and change only that tenant's jobs (the Jobs page, job pages, job and bulk
+    verbs); the other pages stay namespace-wide.
     """
     config = build_config(
         local_only=local_only,
@@ -333,5 +395,6 @@ def create_dashboard(
         authorize=authorize,
         verbs=verbs,
         refresh_seconds=refresh_seconds,
+        tenant=tenant,
     )
     return Dashboard(app, config).asgi

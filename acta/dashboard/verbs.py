@@ -9,6 +9,7 @@ comes back to the page as its message.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -50,8 +51,68 @@ def _alert_id(target: str) -> int:
     return int(target)
 
 
+def _payload(args: Args) -> Any:
+    """A signal's payload: JSON text, or nothing (None)."""
+    text = str(args.get("payload") or "").strip()
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise ValidationError(
+            "payload", f"got {text!r:.80}", 'JSON text (e.g. {"approved": true}), or empty'
+        ) from None
+
+
+def _whole(args: Args, name: str) -> int | None:
+    text = str(args.get(name) or "").strip()
+    if not text:
+        return None
+    if not (whole_number(text.lstrip("-")) and len(text) <= 12):
+        raise ValidationError(name, f"got {text!r:.40}", "a whole number, or empty to keep it")
+    return int(text)
+
+
+def _tags(args: Args) -> list[str] | None:
+    if "tags" not in args:
+        return None
+    return [t.strip() for t in str(args["tags"]).split(",") if t.strip()]
+
+
+def _other_job_verb(app: Acta, verb: str, ref: str, args: Args, actor: str) -> Done:
+    """signal, resume and amend: the verbs on a job that is still under way."""
+    if verb == "signal":
+        name = str(args.get("name") or "").strip()
+        if not name:
+            raise ValidationError("name", "is empty", "the name of the signal the job waits for")
+        outcome = app.signal(ref, name, _payload(args), actor=actor)
+        return Done(
+            f"Signal {name!r} sent to job {ref}: {outcome.value}.",
+            {"job_ref": ref, "signal": name, "outcome": outcome.value},
+        )
+    if verb == "resume":
+        status = app.resume(ref, _reason(args, "resumed from the dashboard"), actor=actor)
+        return Done(
+            f"Job {ref} resumed: it is {status.label}.", {"job_ref": ref, "status": status.label}
+        )
+    info = app.ops.repairs.amend(
+        ref,
+        priority=_whole(args, "priority"),
+        max_attempts=_whole(args, "max_attempts"),
+        tags=_tags(args),
+        reason=_reason(args, "amended from the dashboard"),
+        actor=actor,
+    )
+    return Done(
+        f"Job {info.job_ref} amended.",
+        {"job_ref": info.job_ref, "priority": info.priority, "max_attempts": info.max_attempts},
+    )
+
+
 def _job_verb(app: Acta, verb: str, ref: str, args: Args, actor: str) -> Done:
     repairs = app.ops.repairs
+    if verb in ("signal", "resume", "amend"):
+        return _other_job_verb(app, verb, ref, args, actor)
     if verb == "restart":
         info = repairs.restart(
             ref, reason=_reason(args, "restarted from the dashboard"), actor=actor

@@ -29,7 +29,13 @@ from acta.provider.verb import Op, Verb, fetch_all, fetch_one
 
 
 def send_signal(
-    job_ref: str, namespace: str, name: str, codec: int, body: bytes, now: datetime | None
+    job_ref: str,
+    namespace: str,
+    name: str,
+    codec: int,
+    body: bytes,
+    now: datetime | None,
+    actor: str | None = None,
 ) -> Verb[tuple[SignalOutcome, Op | None]]:
     """Deliver signal ``name`` to a job; what happened, as a SignalOutcome (never an error for
     an unknown or finished job: senders race with jobs ending, and that is not a bug)."""
@@ -47,7 +53,13 @@ def send_signal(
     event = yield fetch_one(
         "insert_event_id",
         event_params(
-            now, target["namespace_id"], job_id, job_ref, EventCode.SIGNALLED, message=name
+            now,
+            target["namespace_id"],
+            job_id,
+            job_ref,
+            EventCode.SIGNALLED,
+            message=name,
+            actor=actor,
         ),
     )
     probe = event_probe(event["id"], int(EventCode.SIGNALLED))
@@ -64,7 +76,7 @@ def send_signal(
 
 
 def resume(
-    job_ref: str, namespace: str, reason: str, now: datetime | None
+    job_ref: str, namespace: str, reason: str, now: datetime | None, actor: str | None = None
 ) -> Verb[tuple[JobStatus, Op | None]]:
     """Take a paused job back to ready, now."""
     check_reason(reason)
@@ -83,7 +95,9 @@ def resume(
         expect=(JobStatus.PAUSED,),
         status=JobStatus.READY,
         delay_ms=0,
-        events=(EventRecord(EventCode.RESUMED, reason=Reason.OPERATOR, message=reason),),
+        events=(
+            EventRecord(EventCode.RESUMED, reason=Reason.OPERATOR, message=reason, actor=actor),
+        ),
     )
     if (yield from apply_transition(plan, now)) is None:
         raise ConflictError(f"job {job_ref} changed while it was being resumed; nothing written")
