@@ -148,19 +148,70 @@ def conformance(session: nox.Session, provider: str) -> None:
 def conformance_matrix(session: nox.Session) -> None:
     """The conformance specs on SQLite on each Python of MATRIX (`tests` runs everything on
     PYTHON). pytest's closing line gives each version's counts."""
-    # Only what the specs import (the dashboard's filters, pytest and its plugins, hypothesis):
-    # the versions follow pyproject.toml's test extra; a smaller install keeps CI's time down.
-    session.install(
-        "-e",
-        ".[dashboard]",
-        "pytest>=8",
-        "pytest-xdist>=3.5",
-        "pytest-asyncio>=0.24",
-        "pytest-timeout>=2.3",
-        "hypothesis>=6.100",
-    )
+    # The test extra (whatever the specs import) and the dashboard's filters; not the drivers
+    # or the browser, which the SQLite specs do not need.
+    session.install("-e", ".[test,dashboard]")
     session.run("python", "--version")
     session.run("pytest", "conformance", "--acta-provider=sqlite", *XDIST, *session.posargs)
+
+
+# Django 6 (django.tasks) needs Python 3.12+: the framework integrations are tested there.
+FRAMEWORKS_PYTHON = "3.12"
+# Each Django minor release that has django.tasks (6.1 is on the index), x SQLite and PostgreSQL.
+DJANGO_RELEASES = ["6.0", "6.1"]
+FRAMEWORK_PACKAGES = ["pytest-django>=4.9", "flask>=3.0", "flask-sqlalchemy>=3.1"]
+
+
+@nox.session(python=FRAMEWORKS_PYTHON)
+def frameworks(session: nox.Session) -> None:
+    """tests/frameworks: the ASGI lifespan (in process and real uvicorn processes) and Flask,
+    then Django's tasks backend under pytest-django for each of DJANGO_RELEASES on SQLite and
+    PostgreSQL; ends with the counts of each combination. ACTA_FRAMEWORKS=required makes a
+    missing framework an error; under CI=true a PostgreSQL that cannot be reached, or any
+    skipped test, fails the session."""
+    session.install("-e", ".[test,postgres,sqlalchemy,dashboard]", *FRAMEWORK_PACKAGES)
+    servers = {s["name"]: s for s in _providers(session)["servers"]}
+    down = servers.get("postgres", {}).get("unavailable", "no PostgreSQL provider is registered")
+    if down and _ci():
+        session.error(f"not run: PostgreSQL: {down} (CI=true requires it)")
+    results = Path(tempfile.mkdtemp(prefix="acta-frameworks-"))
+    counts: dict[str, dict[str, int]] = {}
+
+    def run(label: str, *args: str, **env: str) -> None:
+        report = results / f"{len(counts)}.xml"
+        session.run(
+            "pytest", *args, f"--junitxml={report}", *session.posargs,
+            env={"ACTA_FRAMEWORKS": "required", **env},
+        )  # fmt: skip
+        counts[label] = _junit_counts(report)
+
+    run("asgi + flask", "tests/frameworks/asgi", "tests/frameworks/flask", *XDIST)
+    for release in DJANGO_RELEASES:
+        session.install(f"django~={release}.0")
+        for database in ("sqlite", "postgres"):
+            if database == "postgres" and down:
+                session.warn(f"Django {release} on PostgreSQL was not run: {down}")
+                continue
+            django = ["tests/frameworks/django", "--ds=project.settings", "-n", "0"]
+            run(f"django {release} {database}", *django, ACTA_DJANGO_DB=database)
+    for label, count in counts.items():
+        session.log(f"{label}: " + ", ".join(f"{n} {k}" for k, n in count.items()))
+    skipped = [label for label, count in counts.items() if count["skipped"]]
+    if skipped and _ci():
+        session.error(f"skipped tests in {', '.join(skipped)} (CI=true allows none)")
+    shutil.rmtree(results, ignore_errors=True)
+
+
+def _junit_counts(report: Path) -> dict[str, int]:
+    """passed/failed/skipped from a pytest JUnit report (its one testsuite element)."""
+    from xml.etree import ElementTree
+
+    suite = ElementTree.parse(report).getroot()
+    suite = suite if suite.tag == "testsuite" else suite[0]
+    total, failed = int(suite.get("tests", 0)), int(suite.get("failures", 0))
+    errors, skipped = int(suite.get("errors", 0)), int(suite.get("skipped", 0))
+    passed = total - failed - errors - skipped
+    return {"passed": passed, "failed": failed + errors, "skipped": skipped}
 
 
 @nox.session(python=PYTHON)
