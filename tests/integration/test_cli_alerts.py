@@ -46,9 +46,26 @@ def ledger(acta_app: Acta, acta_host: Host, acta_provider: SqliteProvider) -> Pa
 
 # The keys the CLI guide documents for `acta alerts --json`.
 ALERT_KEYS = set(
-    "alert_id kind severity title detail job_name job_ref reason_class occurrences opened_at "
-    "first_seen_at last_seen_at acknowledged_at acknowledged_by resolved_at resolved_by "
-    "next_reminder_at last_notified_at".split()
+    [
+        "alert_id",
+        "kind",
+        "severity",
+        "title",
+        "detail",
+        "job_name",
+        "job_ref",
+        "reason_class",
+        "occurrences",
+        "opened_at",
+        "first_seen_at",
+        "last_seen_at",
+        "acknowledged_at",
+        "acknowledged_by",
+        "resolved_at",
+        "resolved_by",
+        "next_reminder_at",
+        "last_notified_at",
+    ]
 )
 
 

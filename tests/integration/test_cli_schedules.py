@@ -45,8 +45,23 @@ def ledger(acta_app: Acta, acta_host: Host, acta_provider: SqliteProvider) -> Pa
 
 # The keys the CLI guide documents for `acta schedules --json`.
 SCHEDULE_KEYS = set(
-    "job schedule every_ms cron zone misfire overridden last_fired_at next_at firing_at "
-    "triggered_at paused paused_until slot_ref version".split()
+    [
+        "job",
+        "schedule",
+        "every_ms",
+        "cron",
+        "zone",
+        "misfire",
+        "overridden",
+        "last_fired_at",
+        "next_at",
+        "firing_at",
+        "triggered_at",
+        "paused",
+        "paused_until",
+        "slot_ref",
+        "version",
+    ]
 )
 
 
