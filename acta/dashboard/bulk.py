@@ -14,7 +14,7 @@ scoped to, is refused (403) before anything is counted.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -138,14 +138,14 @@ def check(
 
 def _call(app: Acta, request: BulkRequest, *, dry_run: bool, reason: str, actor: str) -> Any:
     repairs = app.ops.repairs
-    run = {
+    run: dict[str, Callable[..., BulkReport]] = {
         "restart": repairs.restart_many,
         "cancel": repairs.cancel_many,
         "reschedule": repairs.reschedule_many,
         "purge": repairs.purge,
-    }[request.verb]
+    }
     options: dict[str, Any] = {"dry_run": dry_run, "reason": reason, "actor": actor}
-    return run(**options, **request.extra, **request.filters)
+    return run[request.verb](**options, **request.extra, **request.filters)
 
 
 def preview(app: Acta, request: BulkRequest, actor: str) -> int:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from acta import Acta, SyncJobContext
+from acta import Acta, Pause, SyncJobContext
 from acta.dashboard import create_dashboard
 from acta.provider.protocol import Provider
 from acta.provider.sqlite import SqliteProvider
@@ -97,3 +97,54 @@ def dashboard(acta_app: Acta) -> Callable[..., TestClient]:
         return local_client(create_dashboard(acta_app, **options))
 
     return make
+
+
+ORIGIN = {"Origin": LOCAL}
+
+
+def api(client: TestClient) -> TestClient:
+    """The client with the session's token in the header a script sends it in."""
+    client.headers["X-Acta-CSRF"] = client.get("/api/session").json()["csrf"]
+    client.headers.update(ORIGIN)
+    return client
+
+
+@dataclass
+class Mixed:
+    """Failed feed imports (two for tenant acme), delayed mails, a job waiting for a signal and
+    a paused one."""
+
+    failed: list[str]
+    acme: list[str]
+    delayed: list[str]
+    waiting: str
+    paused: str
+
+
+@pytest.fixture
+def mixed(acta_app: Acta, acta_host: Host) -> Mixed:
+    @acta_app.job("import-feed", max_attempts=1)
+    def import_feed(feed: int) -> None:
+        raise RuntimeError(f"feed {feed} is empty")
+
+    @acta_app.job("mail")
+    def mail(to: str) -> str:
+        return to
+
+    @acta_app.job("approve-order")
+    def approve(order: str, ctx: SyncJobContext) -> str:
+        return str(ctx.wait_signal("approved"))
+
+    @acta_app.job("audit")
+    def audit() -> Pause:
+        return Pause("a person must look at it")
+
+    acta_app.tenants.register("acme")
+    acta_app.tenants.register("globex")
+    failed = [str(import_feed.enqueue(n)) for n in range(3)]
+    acme = [str(import_feed.enqueue(10 + n, tenant="acme")) for n in range(2)]
+    waiting, paused = str(approve.enqueue("ORD-1")), str(audit.enqueue())
+    acta_host.run_until_idle()
+    delayed = [str(mail.enqueue(f"u{n}@example.com", delay="1h")) for n in range(2)]
+    acta_host.advance("1s")  # what finished did so before now (purge's default bound)
+    return Mixed(failed + acme, acme, delayed, waiting, paused)

@@ -6,64 +6,16 @@ the dashboard's actor and the reason given."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import pytest
 from starlette.testclient import TestClient
 
-from acta import Acta, EventCode, JobStatus, Pause, SyncJobContext
+from acta import Acta, EventCode, JobStatus
 from acta.errors import JobNotFoundError
 from acta_testing import Host
+from tests.dashboard.conftest import Mixed, api
 
-ORIGIN = {"Origin": "http://localhost"}
 ACTOR = "dashboard@local"
-
-
-def api(client: TestClient) -> TestClient:
-    """The client with the session's token in the header a script sends it in."""
-    client.headers["X-Acta-CSRF"] = client.get("/api/session").json()["csrf"]
-    client.headers.update(ORIGIN)
-    return client
-
-
-@dataclass
-class Mixed:
-    """Failed feed imports (two for tenant acme), delayed mails, a job waiting for a signal and
-    a paused one."""
-
-    failed: list[str]
-    acme: list[str]
-    delayed: list[str]
-    waiting: str
-    paused: str
-
-
-@pytest.fixture
-def mixed(acta_app: Acta, acta_host: Host) -> Mixed:
-    @acta_app.job("import-feed", max_attempts=1)
-    def import_feed(feed: int) -> None:
-        raise RuntimeError(f"feed {feed} is empty")
-
-    @acta_app.job("mail")
-    def mail(to: str) -> str:
-        return to
-
-    @acta_app.job("approve-order")
-    def approve(order: str, ctx: SyncJobContext) -> str:
-        return str(ctx.wait_signal("approved", timeout="1d"))
-
-    @acta_app.job("audit")
-    def audit() -> Pause:
-        return Pause("a person must look at it")
-
-    acta_app.tenants.register("acme")
-    acta_app.tenants.register("globex")
-    failed = [str(import_feed.enqueue(n)) for n in range(3)]
-    acme = [str(import_feed.enqueue(10 + n, tenant="acme")) for n in range(2)]
-    waiting, paused = str(approve.enqueue("ORD-1")), str(audit.enqueue())
-    acta_host.run_until_idle()
-    delayed = [str(mail.enqueue(f"u{n}@example.com", delay="1h")) for n in range(2)]
-    return Mixed(failed + acme, acme, delayed, waiting, paused)
 
 
 def _events(app: Acta, ref: str, code: EventCode) -> list[object]:
