@@ -14,10 +14,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from acta.app import Acta
 from acta.clock import ManualClock
@@ -25,6 +25,7 @@ from acta.duration import parse_duration
 from acta.ledger import read
 from acta.model.rows import EventInfo, JobInfo
 from acta.provider.protocol import Provider
+from acta.provider.testing import kept_for_session
 from acta.runtime.run import RunEnd
 from acta.runtime.system_jobs import RECOVERY_JOB, SYSTEM_JOBS
 from acta.runtime.worker import Worker
@@ -341,15 +342,16 @@ class AsyncHost:
             w.threads.shutdown(wait=False)
         self._binding.__exit__(None, None, None)
 
-    async def aclose(self) -> None:
+    async def aclose(self, *, keep_pools: bool = False) -> None:
         if self.closed:
             return
         if self._stopping:
             await asyncio.wait(set(self._stopping))
         self.release()
-        # Server providers keep an async pool on this loop; release it while the loop still
-        # runs (the provider reopens lazily if the ledger is used again).
-        await self.provider.aclose()
+        if not keep_pools:
+            # Server providers keep an async pool on this loop; release it while the loop
+            # still runs (the provider reopens lazily if the ledger is used again).
+            await self.provider.aclose()
 
 
 def _live(worker: Worker, *, paused_too: bool = False) -> bool:
@@ -359,7 +361,25 @@ def _live(worker: Worker, *, paused_too: bool = False) -> bool:
 
 
 class Portal:
-    """An event loop on its own thread, so sync code can call async code and be called back."""
+    """An event loop on its own thread, so sync code can call async code and be called back.
+
+    ``Portal.take()`` hands out one kept from an earlier host, and ``give_back`` keeps it for
+    the next (its tasks finished first): a test session starts one thread, not one per test,
+    and a session provider's async pool, which belongs to the loop, stays open with it."""
+
+    _free: ClassVar[list[Portal]] = []
+    _free_lock = threading.Lock()
+
+    @classmethod
+    def take(cls) -> Portal:
+        with cls._free_lock:
+            return cls._free.pop() if cls._free else cls()
+
+    def give_back(self) -> None:
+        # The host's leftover tasks go; a provider's (an async pool's guard) stay with the loop.
+        asyncio.run_coroutine_threadsafe(_settle_tasks(keep=_provider_task), self.loop).result()
+        with self._free_lock:
+            self._free.append(self)
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
@@ -400,7 +420,7 @@ class Host:
         **worker_settings: Any,
     ) -> None:
         worker_settings["schedules"] = schedules
-        self._portal = Portal()
+        self._portal = Portal.take()
         self._host = self._portal.call(_make(app, provider, clock, worker_settings))
         self.app, self.provider, self.clock = app, provider, clock
 
@@ -465,15 +485,25 @@ class Host:
         return [e.code.label for e in self.events(ref)]
 
     def close(self) -> None:
-        self._portal.call(self._host.aclose())
-        self._portal.close()
+        # A session provider's pools stay open on the kept loop for the schema's next test.
+        self._portal.call(self._host.aclose(keep_pools=kept_for_session(self.provider)))
+        self._portal.give_back()
 
 
-async def _settle_tasks() -> None:
-    """Cancel every other task on the running loop and wait until each has finished."""
+def _provider_task(task: asyncio.Task[Any]) -> bool:
+    """Whether ``task`` runs a provider's code (a pool's own task, which lives with its loop)."""
+    code = getattr(task.get_coro(), "cr_code", None)
+    return code is not None and "/acta/provider/" in code.co_filename.replace("\\", "/")
+
+
+async def _settle_tasks(keep: Callable[[asyncio.Task[Any]], bool] = lambda t: False) -> None:
+    """Cancel every other task on the running loop (but those ``keep`` spares) and wait until
+    each has finished."""
     for _ in range(10):  # a cancelled task may start another on its way out
         current = asyncio.current_task()
-        others = [t for t in asyncio.all_tasks() if t is not current and not t.done()]
+        others = [
+            t for t in asyncio.all_tasks() if t is not current and not t.done() and not keep(t)
+        ]
         if not others:
             return
         for task in others:

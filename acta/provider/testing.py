@@ -8,6 +8,7 @@ pytest; the support modules import their driver when first used.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -30,6 +31,21 @@ LEDGER_TABLES = (
     "results",
     "workers",
 )
+
+
+_SESSION: weakref.WeakSet[Provider] = weakref.WeakSet()
+
+
+def keep_for_session(provider: Provider) -> Provider:
+    """Mark ``provider`` as one the test ledgers keep from test to test (its pools stay open):
+    a test host closing must leave its connections alone."""
+    _SESSION.add(provider)
+    return provider
+
+
+def kept_for_session(provider: Provider) -> bool:
+    """Whether the test ledgers keep ``provider`` open for the session (``keep_for_session``)."""
+    return provider in _SESSION
 
 
 class ProviderUnavailable(Exception):

@@ -17,7 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from acta.about import install_hint
 from acta.provider.protocol import Provider
-from acta.provider.testing import LedgerLocation, Params, ProviderUnavailable
+from acta.provider.testing import (
+    LedgerLocation,
+    Params,
+    ProviderUnavailable,
+    keep_for_session,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -89,6 +94,9 @@ class PostgresSchemas:
         self._shapes: dict[str, str] = {}
         self._emptying: dict[str, Any] = {}  # schema -> its DELETE statements, made once
         self._kept: set[str] = set()  # schemas --acta-keep keeps: never reused or dropped
+        # One provider per schema for the whole session: its statements parsed once and its
+        # pools' connections reused by the schema's next test instead of opened again.
+        self._providers: dict[str, PostgresProvider] = {}
         self._operator: psycopg.Connection[Any] | None = None
         self._serial = 0
         self._baseline = self._outside()
@@ -180,6 +188,9 @@ class PostgresSchemas:
 
     def _discard(self, name: str) -> None:
         # The caller holds the lock; the name stays in _made so finish() drops it if this fails.
+        provider = self._providers.pop(name, None)
+        if provider is not None:
+            provider.close()
         with contextlib.suppress(Exception):
             self.drop(name)
             self._made.remove(name)
@@ -220,8 +231,24 @@ class PostgresSchemas:
 
     @contextlib.contextmanager
     def ledger(self, folder: Path) -> Iterator[Provider]:
-        with self.provider(max_connections=4) as provider:
+        """The schema's session provider (``keep_for_session``): a test host leaves its pools
+        open, and the schema's next test finds them connected."""
+        from acta.provider.postgres import PostgresProvider
+
+        name = self.take()
+        provider = self._providers.get(name)
+        if provider is None:
+            provider = PostgresProvider(self.dsn, schema=name, max_connections=4)
+            self._providers[name] = provider
+            keep_for_session(provider)
+        try:
             yield provider
+        finally:
+            if name in self._kept:
+                self._providers.pop(name, None)
+                provider.close()
+            else:
+                self.give_back(name)
 
     def keep(self, provider: Provider) -> str:
         with self._lock:
@@ -253,6 +280,10 @@ class PostgresSchemas:
     def finish(self) -> list[str]:
         """Drop every schema this process made; return what leaked outside them."""
         problems: list[str] = []
+        for provider in self._providers.values():
+            with contextlib.suppress(Exception):
+                provider.close()
+        self._providers.clear()
         for name in self._made:
             if name in self._kept:
                 continue
