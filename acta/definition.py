@@ -265,6 +265,10 @@ class JobRequest:
     deadline_strict: bool = True
     tenant: str | None = None
     """The registered tenant key the job is about."""
+    dedup_mode: int = 1
+    """How long ``dedup_key`` refuses a repeat (``DEDUP_MODES``): 1 forever, 2 while a job
+    with the key is unfinished, 3 within ``dedup_window`` of that job's creation."""
+    dedup_window: timedelta | None = None
 
     @classmethod
     def build(
@@ -295,6 +299,8 @@ class JobRequest:
         not_before: datetime | None = None,
         priority: int | None = None,
         dedup_key: str | None = None,
+        dedup_mode: str | None = None,
+        dedup_window: str | float | timedelta | None = None,
         correlation_key: str | None = None,
         tags: Iterable[str] = (),
         lane: str | None = None,
@@ -319,6 +325,7 @@ class JobRequest:
             raise ValidationError(
                 "deadline_policy", f"got {deadline_policy!r}", "'strict' or 'advisory'"
             )
+        mode, window = dedup_mode_of(dedup_key, dedup_mode, dedup_window)
         deadline_at: datetime | None = None
         deadline_in: timedelta | None = None
         if isinstance(deadline, datetime):
@@ -334,6 +341,8 @@ class JobRequest:
             run_at=run_at,
             delay=wait,
             dedup_key=None if dedup_key is None else validate_key(dedup_key, field="dedup_key"),
+            dedup_mode=mode,
+            dedup_window=window,
             correlation_key=(
                 None
                 if correlation_key is None
@@ -355,6 +364,41 @@ class JobRequest:
             deadline_strict=deadline_policy == "strict",
             tenant=check_tenant(definition, tenant, inherit_tenant),
         )
+
+
+DEDUP_MODES = {"forever": 1, "unfinished": 2, "window": 3}
+"""The deduplication modes an enqueue may ask for, by name, and the code a job row stores."""
+
+
+def dedup_mode_of(
+    key: str | None, mode: str | None, window: str | float | timedelta | None
+) -> tuple[int, timedelta | None]:
+    """The mode code and window an enqueue's dedup options mean. A window alone means
+    ``"window"``; a mode or window without a key, an unknown mode, ``"window"`` without a window
+    or a window with another mode, and a window that is not a positive duration are refused."""
+    if mode is None and window is None:
+        return 1, None
+    if key is None:
+        field = "dedup_mode" if mode is not None else "dedup_window"
+        raise ValidationError(field, "given without a dedup_key", "pass dedup_key too")
+    if mode is not None and mode not in DEDUP_MODES:
+        raise ValidationError(
+            "dedup_mode", f"got {mode!r}", "'forever', 'unfinished' or 'window' (with dedup_window)"
+        )
+    if window is None:
+        if mode == "window":
+            raise ValidationError(
+                "dedup_window", "dedup_mode='window' needs a window", "e.g. dedup_window='1h'"
+            )
+        return DEDUP_MODES[mode or "forever"], None
+    if mode not in (None, "window"):
+        raise ValidationError(
+            "dedup_window",
+            f"a window was given with dedup_mode={mode!r}",
+            "a window goes with dedup_mode='window' (or no dedup_mode)",
+        )
+    # parse_duration refuses zero, negatives, non-durations and more than 365 days.
+    return DEDUP_MODES["window"], _ceil_ms(parse_duration(window, field="dedup_window"))
 
 
 def check_tenant(

@@ -22,6 +22,8 @@ class EnqueueOptions(TypedDict, total=False):
     not_before: datetime | None
     priority: int | None
     dedup_key: str | None
+    dedup_mode: Literal["forever", "unfinished", "window"]
+    dedup_window: Duration
     correlation_key: str | None
     tags: Iterable[str]
     lane: str | None

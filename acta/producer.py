@@ -56,6 +56,8 @@ def new_job(request: JobRequest, job_ref: str, now: datetime, **lineage: Any) ->
         deadline_at=deadline_of(request, now),
         deadline_strict=request.deadline_strict,
         tenant=request.tenant,
+        dedup_mode=request.dedup_mode,
+        dedup_window_ms=None if request.dedup_window is None else request.dedup_window // _MS,
         **lineage,
     )
 

@@ -176,6 +176,17 @@ def _portable(
     for index, job in enumerate(jobs):
         definition_id = definition_ids[job.definition]
         lane_id, lane_seq = places.get(index, (None, None))
+        if job.dedup_key is not None and job.dedup_mode != 1:
+            yield execute(
+                "release_dedup_key",
+                {
+                    "now": now,
+                    "namespace_id": namespace_id,
+                    "dedup_key": job.dedup_key,
+                    "dedup_mode": job.dedup_mode,
+                    "dedup_window_ms": job.dedup_window_ms,
+                },
+            )
         row = yield fetch_one(
             "insert_job",
             {
@@ -195,6 +206,8 @@ def _portable(
                 "child_name": job.child_name,
                 "trace_context": job.trace_context,
                 "tenant_id": None if job.tenant is None else tenants[job.tenant],
+                "dedup_mode": job.dedup_mode,
+                "dedup_window_ms": job.dedup_window_ms,
             },
         )
         if row is None:

@@ -69,12 +69,16 @@ class NewJob:
     """The enqueuing span's W3C trace context (JSON), when a recording span was current."""
     tenant: str | None = None
     """The registered tenant key the job is about (None: none, or its parent's for a child)."""
+    dedup_mode: int = 1
+    """How long ``dedup_key`` refuses a repeat: 1 forever, 2 while unfinished, 3 within
+    ``dedup_window_ms`` of the holder's creation (acta.definition.DEDUP_MODES)."""
+    dedup_window_ms: int | None = None
 
     @property
     def portable_only(self) -> bool:
         """Whether the one-statement enqueue cannot write it (a lane member: its place in line
-        is booked row by row)."""
-        return self.lane is not None
+        is booked row by row; a key in mode 2 or 3: its holder may have to release it first)."""
+        return self.lane is not None or (self.dedup_key is not None and self.dedup_mode != 1)
 
 
 @dataclass(frozen=True, slots=True)

@@ -193,6 +193,10 @@ def _scenario(app: Acta, host: Host) -> None:
     export_ledger.enqueue(concurrency_key="ledger-export")  # the slot stays held with the lease
     assert host.tick(holder) == "killed"
     send_receipt.enqueue("ORD-9", delay="2h", priority=5)
+    # The first ORD-7 job finished, so an enqueue in mode unfinished takes its key over; and a
+    # key held for a window.
+    send_receipt.enqueue("ORD-7", dedup_key="receipt-ORD-7", dedup_mode="unfinished", delay="2h")
+    app.enqueue("rebuild-index", dedup_key="rebuild-index", dedup_window="10m", delay="2h")
     _schedules(app, host)
     _alerts(app, host)
     app.ops.policy.set(

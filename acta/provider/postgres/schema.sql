@@ -152,6 +152,9 @@ CREATE TABLE {schema}.jobs (
     deadline_strict boolean DEFAULT false NOT NULL,
     trace_context text,
     tenant_id bigint,
+    dedup_mode smallint DEFAULT 1 NOT NULL,
+    dedup_window_ms bigint,
+    dedup_released text,
     CONSTRAINT jobs_definition_id_namespace_id_fkey FOREIGN KEY (definition_id, namespace_id) REFERENCES {schema}.definitions(id, namespace_id),
     CONSTRAINT jobs_job_ref_key UNIQUE (job_ref),
     CONSTRAINT jobs_pkey PRIMARY KEY (id),
@@ -804,7 +807,15 @@ SELECT j.job_ref,
           ORDER BY wt.parked_in DESC
          LIMIT 1) AS waiting_for,
     tn.tenant_key AS tenant,
-    j.id AS job_id
+    j.id AS job_id,
+        CASE
+            WHEN j.dedup_key IS NULL AND j.dedup_released IS NULL THEN NULL::text
+            WHEN j.dedup_mode = 2 THEN 'unfinished'::text
+            WHEN j.dedup_mode = 3 THEN 'window'::text
+            ELSE 'forever'::text
+        END AS dedup_mode,
+    j.dedup_window_ms,
+    j.dedup_released AS dedup_released_key
    FROM {schema}.jobs j
      JOIN {schema}.runtime r ON r.job_id = j.id
      JOIN {schema}.namespaces n ON n.id = j.namespace_id

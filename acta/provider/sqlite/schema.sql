@@ -197,7 +197,7 @@ CREATE TABLE acta_jobs (
     correlation_key TEXT,
     input_codec     INTEGER NOT NULL,
     input           BLOB    NOT NULL,
-    created_at      TEXT    NOT NULL, concurrency_key TEXT, parent_id INTEGER, root_id INTEGER, child_name TEXT, deadline_at TEXT, deadline_strict INTEGER NOT NULL DEFAULT 0, trace_context TEXT, tenant_id INTEGER REFERENCES acta_tenants (id),
+    created_at      TEXT    NOT NULL, concurrency_key TEXT, parent_id INTEGER, root_id INTEGER, child_name TEXT, deadline_at TEXT, deadline_strict INTEGER NOT NULL DEFAULT 0, trace_context TEXT, tenant_id INTEGER REFERENCES acta_tenants (id), dedup_mode INTEGER NOT NULL DEFAULT 1, dedup_window_ms INTEGER, dedup_released TEXT,
     -- One check per enqueued row covers both ids (the namespace follows from the definition).
     FOREIGN KEY (definition_id, namespace_id) REFERENCES acta_definitions (id, namespace_id)
 );
@@ -619,7 +619,15 @@ SELECT
       WHERE wt.job_id = j.id AND wt.parked_in IS NOT NULL AND r.status = 30
       ORDER BY wt.parked_in DESC LIMIT 1) AS waiting_for,
     tn.tenant_key         AS tenant,
-    j.id                  AS job_id
+    j.id                  AS job_id,
+    -- The mode this job was enqueued with (NULL for a job enqueued without a key), its window,
+    -- and the key it held until a later enqueue took the key over (see migration header).
+    CASE WHEN j.dedup_key IS NULL AND j.dedup_released IS NULL THEN NULL
+         WHEN j.dedup_mode = 2 THEN 'unfinished'
+         WHEN j.dedup_mode = 3 THEN 'window'
+         ELSE 'forever' END AS dedup_mode,
+    j.dedup_window_ms,
+    j.dedup_released      AS dedup_released_key
 FROM acta_jobs j
 JOIN acta_runtime r      ON r.job_id = j.id
 JOIN acta_namespaces n   ON n.id = j.namespace_id

@@ -35,16 +35,34 @@ WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
 INSERT INTO {schema}.jobs
     (job_ref, namespace_id, definition_id, dedup_key, correlation_key, concurrency_key,
      input_codec, input, created_at, deadline_at, deadline_strict, parent_id, root_id,
-     child_name, trace_context, tenant_id)
+     child_name, trace_context, tenant_id, dedup_mode, dedup_window_ms)
 SELECT :job_ref, :namespace_id, :definition_id, :dedup_key, :correlation_key,
        :concurrency_key, :input_codec, :input, t.now, :deadline_at, :deadline_strict,
        :parent_id, :root_id, :child_name, :trace_context,
-       COALESCE(:tenant_id, (SELECT pj.tenant_id FROM {schema}.jobs pj WHERE pj.id = :parent_id))
+       COALESCE(:tenant_id, (SELECT pj.tenant_id FROM {schema}.jobs pj WHERE pj.id = :parent_id)),
+       :dedup_mode, :dedup_window_ms
 FROM t
 JOIN {schema}.definitions d ON d.id = :definition_id
 WHERE NOT d.retired
 ON CONFLICT DO NOTHING
 RETURNING id AS job_id;
+
+-- name: release_dedup_key
+-- Before insert_job, for a key asked while unfinished (mode 2) or within a window (mode 3):
+-- the job holding the key gives it up when it no longer counts in that mode (it finished; it
+-- was created at or before now minus the window). Its key moves to dedup_released, so the
+-- unique index lets the insert through; a race between producers is still decided there.
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+UPDATE {schema}.jobs
+SET dedup_released = dedup_key, dedup_key = NULL
+WHERE namespace_id = :namespace_id AND dedup_key = :dedup_key
+  AND CASE :dedup_mode
+        WHEN 2 THEN EXISTS (SELECT 1 FROM {schema}.runtime r
+                            WHERE r.job_id = {schema}.jobs.id AND r.status >= 100)
+        WHEN 3 THEN created_at <= (SELECT strftime('%Y-%m-%d %H:%M:%f', t.now,
+                                               printf('%+.3f seconds', -:dedup_window_ms / 1000.0))
+                                   FROM t)
+        ELSE 0 END;
 
 -- name: job_by_ref_or_dedup_key
 -- After insert_job refused a row: the job holding its ref (this very job, written by an earlier
