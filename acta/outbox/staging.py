@@ -74,6 +74,15 @@ class StagedRow:
                 "the outbox carries no tenant: enqueue tenant jobs on the ledger "
                 "(app.enqueue(..., tenant=..., connection=...) when it is in your database)",
             )
+        if request.dedup_mode != 1:
+            # No mode column either: the relay would enqueue it in mode forever.
+            raise ValidationError(
+                "dedup_mode",
+                "a dedup mode other than 'forever' (or a dedup_window) cannot be staged in the "
+                "outbox",
+                "the outbox delivers keys in mode forever: enqueue on the ledger for 'unfinished' "
+                "or a window",
+            )
         run_at = request.run_at
         if run_at is None and request.delay:
             run_at = now + request.delay

@@ -162,6 +162,23 @@ def test_refusals_name_what_is_wrong(
     assert _staged(shop) == []
 
 
+def test_a_dedup_mode_the_outbox_cannot_carry_is_refused_not_dropped(
+    acta_app: Acta, acta_host: Host, shop: sqlite3.Connection
+) -> None:
+    # The outbox table has no mode column: the relay would enqueue the job in mode forever.
+    _declare(acta_app)
+    with pytest.raises(ValidationError, match="cannot be staged") as refused:
+        acta_app.add_to_outbox(
+            "ship-order", 1, connection=shop, dedup_key="o-1", dedup_mode="unfinished"
+        )
+    assert refused.value.field == "dedup_mode"
+    with pytest.raises(ValidationError, match="cannot be staged"):
+        acta_app.add_to_outbox("ship-order", 1, connection=shop, dedup_key="o-1", dedup_window=60)
+    acta_app.add_to_outbox("ship-order", 1, connection=shop, dedup_key="o-1", dedup_mode="forever")
+    shop.commit()
+    assert len(_staged(shop)) == 1
+
+
 def test_the_outbox_can_share_the_ledgers_sqlite_file(
     acta_app: Acta, acta_host: Host, acta_provider: Any, ledger: Ledger
 ) -> None:
