@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from acta import Acta, SyncJobContext
+from acta import Acta, Pause, SyncJobContext
 from acta.ids import JobRef
 from acta_testing import Host
 
@@ -112,6 +112,14 @@ def declare(app: Acta) -> Callable[[str], JobRef]:
     @app.job("reconcile-books")
     def reconcile(ctx: SyncJobContext) -> None:
         ctx.alert("books do not balance", "ledger 7 is off by 12.40", severity="critical")
+
+    @app.job("approve-order")
+    def approve_order(order: str, ctx: SyncJobContext) -> str:
+        return f"order {order}: {ctx.wait_signal('approved')}"
+
+    @app.job("audit-books")
+    def audit_books() -> Pause:
+        return Pause("a person must look at the books")
 
     @app.job("rollup-metrics", schedule="5m")
     def rollup(ctx: SyncJobContext) -> None:

@@ -153,7 +153,7 @@ def site(
                 with reader.bound(second, clock):
                     dashboard = make_dashboard(
                         reader,
-                        verbs=("jobs", "definitions", "alerts", "schedules", "tenants"),
+                        verbs=("jobs", "bulk", "definitions", "alerts", "schedules", "tenants"),
                         refresh_seconds=REFRESH_SECONDS,
                     )
                     with serve(dashboard) as served:
