@@ -54,7 +54,7 @@ def _release(python: Path) -> tuple[int, ...]:
 
 
 _pyenv_pythons(MATRIX)
-TEST_EXTRAS = ".[test,postgres,sqlalchemy,dashboard,browser]"
+TEST_EXTRAS = ".[test,postgres,mariadb,sqlalchemy,dashboard,browser]"
 
 
 @nox.session(python=PYTHON)
@@ -137,7 +137,7 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
-@nox.parametrize("provider", ["sqlite", "postgres", "sqlserver"])
+@nox.parametrize("provider", ["sqlite", "postgres", "mariadb", "sqlserver"])
 def conformance(session: nox.Session, provider: str) -> None:
     """The conformance specs on one provider (the DSN: --acta-dsn or $ACTA_TEST_DSN).
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from acta.provider.testing import TestSupport
 
 # One line per provider, in the order they are listed to users.
-PROVIDER_MODULES = ("acta.provider.sqlite", "acta.provider.postgres")
+PROVIDER_MODULES = ("acta.provider.sqlite", "acta.provider.postgres", "acta.provider.mariadb")
 
 Opener = Callable[[str, str, Mapping[str, Any]], "Provider"]
 

@@ -34,9 +34,9 @@ def test_a_target_picks_its_provider(target: str, name: str) -> None:
 
 def test_an_unknown_scheme_names_what_is_accepted() -> None:
     with pytest.raises(ConfigurationError) as caught:
-        open_provider("mysql://db/jobs")
+        open_provider("oracle://db/jobs")
     message = str(caught.value)
-    assert "mysql://db/jobs" in message
+    assert "oracle://db/jobs" in message
     assert "sqlite:///jobs.db" in message and "postgresql://" in message
 
 

@@ -53,6 +53,7 @@ ENTRY = ProviderEntry(
     placeholder="mariadb://root@localhost:3306/acta",
     testing="acta.provider.mariadb.testing",
     extra="mariadb",
+    outbox="acta.provider.mariadb.outbox_dialect",
     paramstyle="pyformat",
     qualifier=_qualifier,
     test_dsn="mariadb://root@127.0.0.1:3306/test",
