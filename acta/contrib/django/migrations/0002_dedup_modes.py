@@ -1,0 +1,21 @@
+"""Brings the ledger's deduplication modes (sqlite 0017, postgres 0020) through ``migrate``:
+acta's migrator applies whatever is missing (see 0001_ledger for why one Django migration
+stands for each acta schema release)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from django.db import migrations
+
+from acta.contrib.django.schema import apply_ledger
+
+LEDGER = {"sqlite": "0017_dedup_modes", "postgres": "0020_dedup_modes"}
+
+
+class Migration(migrations.Migration):
+    atomic = False  # as 0001_ledger: acta's migrator uses a connection of its own
+    dependencies: ClassVar[list[Any]] = [("acta", "0001_ledger")]
+    operations: ClassVar[list[Any]] = [
+        migrations.RunPython(apply_ledger, migrations.RunPython.noop, elidable=False)
+    ]
