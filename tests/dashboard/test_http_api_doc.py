@@ -80,7 +80,9 @@ def test_every_documented_example_answers_as_documented(acta_app: Acta, acta_hos
     [alert] = acta_app.ops.alerts.list()
     values = {"failed": str(failed), "ready": str(ready), "alert": str(alert.alert_id)}
     client = local_client(
-        create_dashboard(acta_app, verbs=["jobs", "definitions", "alerts", "schedules", "tenants"])
+        create_dashboard(
+            acta_app, verbs=["jobs", "bulk", "definitions", "alerts", "schedules", "tenants"]
+        )
     )
     token = client.get("/api/session").json()["csrf"]
     dump = os.environ.get("ACTA_DOC_DUMP") is not None
