@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
-from acta.codec import codecs
+from acta.codec import codecs, decode_value
 from acta.errors import JobNotFoundError, JobPurgedError, ValidationError
 from acta.ids import ROW_ID_MAX, JobRef
 from acta.ledger import read
@@ -166,7 +166,8 @@ class Reader(Signals):
         if stored is None:
             return None
         code, body = stored
-        value = codecs.by_code(code).decode(body)
+        # A user codec that raises is reported as the InputDecodeError ``result`` documents.
+        value = decode_value(codecs.by_code(code), body, "result")
         definition = self._registry.get(info.name)
         if definition is not None and definition.result_type is not None:
             return from_data(value, definition.result_type, "result")

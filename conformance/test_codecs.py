@@ -22,6 +22,7 @@ from acta import (
     Acta,
     EventCode,
     FunctionCodec,
+    InputDecodeError,
     JobStatus,
     ManualClock,
     PayloadError,
@@ -66,6 +67,16 @@ class Picky:
 
 
 PICKY = Picky()
+
+
+def _fragile_decode(data: bytes) -> object:
+    if data == b'"poison"':
+        raise ValueError("poisoned payload")
+    return json.loads(data)
+
+
+FRAGILE = FunctionCodec("spec.fragile", 243, encode=lambda v: json.dumps(v).encode(),
+                        decode=_fragile_decode)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -156,10 +167,10 @@ def test_an_unknown_codec_name_fails_at_declaration(acta_app: Acta) -> None:
 @pytest.mark.parametrize(
     ("codec", "problem"),
     [
-        (FunctionCodec("Bad Name", 243, encode=bytes, decode=bytes), "not a valid codec name"),
+        (FunctionCodec("Bad Name", 244, encode=bytes, decode=bytes), "not a valid codec name"),
         (FunctionCodec("spec.low", 5, encode=bytes, decode=bytes), "128 to 255"),
         (FunctionCodec("spec.clash", 240, encode=bytes, decode=bytes), "taken by 'spec.msgpack'"),
-        (FunctionCodec("json", 244, encode=bytes, decode=bytes), "a codec named 'json' exists"),
+        (FunctionCodec("json", 245, encode=bytes, decode=bytes), "a codec named 'json' exists"),
     ],
 )
 def test_a_bad_codec_is_refused_when_registered(codec: FunctionCodec, problem: str) -> None:
@@ -211,3 +222,17 @@ def test_a_codec_that_cannot_decode_fails_the_job_once_and_the_worker_goes_on(
     assert ran == [7]
     assert acta_app.get(fine).status is JobStatus.SUCCEEDED
     assert acta_host.run_until_idle() == 0  # no retry of the undecodable job
+
+
+def test_a_stored_result_the_codec_cannot_decode_is_an_input_decode_error(
+    acta_app: Acta, acta_host: Host
+) -> None:
+    @acta_app.job("brew", codec=FRAGILE)
+    def brew(kind: str) -> str:
+        return kind.lower()  # the input decodes; a "poison" result will not
+
+    good, bad = brew.enqueue("TEA"), brew.enqueue("POISON")
+    assert acta_host.run_until_idle() == 2
+    assert acta_app.result(good) == "tea"
+    with pytest.raises(InputDecodeError, match=r"result: codec 'spec\.fragile' could not decode"):
+        acta_app.result(bad)

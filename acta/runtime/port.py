@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from acta.codec import codecs
+from acta.codec import codecs, decode_value
 from acta.definition import JobDefinition
 from acta.duration import parse_duration
 from acta.errors import LeaseLostError
@@ -106,7 +106,7 @@ class PortBase:
     def _decode(stored: tuple[int, bytes] | None, tp: Any, field: str) -> Any:
         if stored is None:
             return None
-        return from_data(codecs.by_code(stored[0]).decode(stored[1]), tp, field)
+        return from_data(decode_value(codecs.by_code(stored[0]), stored[1], field), tp, field)
 
     def _audited(self) -> bool:
         return self.audit is AuditLevel.FULL
