@@ -313,13 +313,15 @@ class CodecRegistry:
             self._by_code[codec.code] = codec
 
     def register(self, codec: Codec) -> Codec:
-        """Add a user codec and return it; registering the same codec again (the same
-        object, or an equal one such as a ``FunctionCodec`` of the same functions) is a no-op
-        that returns the one already registered."""
+        """Add a user codec and return it. The same codec again (the same object, or an equal
+        one) is a no-op; another object under the same name *and* code replaces the registered
+        one, as a reloaded module or a notebook cell run twice makes. A name or code taken by
+        another codec is refused: a stored row names its codec by code."""
         name, code = getattr(codec, "name", None), getattr(codec, "code", None)
         known = self._by_name.get(name) if isinstance(name, str) else None
         if known is not None and (known is codec or known == codec) and known.code == code:
             return known
+        again = known is not None and known.code == code and known.code in _USER_CODES
         if not isinstance(name, str) or _CODEC_NAME.fullmatch(name) is None:
             raise ValidationError(
                 "codec.name",
@@ -336,9 +338,9 @@ class CodecRegistry:
             callable(getattr(codec, "encode", None)) and callable(getattr(codec, "decode", None))
         ):
             raise ValidationError("codec", f"{name!r} lacks encode or decode", "see Codec")
-        if name in self._by_name:
+        if name in self._by_name and not again:
             raise ValidationError("codec.name", f"a codec named {name!r} exists", "unique names")
-        if code in self._by_code:
+        if code in self._by_code and not again:
             taken = self._by_code[code].name
             raise ValidationError(
                 "codec.code", f"code {code} is taken by {taken!r}", "unique codes"

@@ -304,6 +304,15 @@ class TestRegistry:
             registry.register(FakeCodec("json", 140))
         assert registry.names() == ("json", "text", "bytes", "one")
 
+    def test_the_same_name_and_code_again_replaces_the_codec(self) -> None:
+        # A reloaded module or a notebook cell run twice makes a new, equal-looking object.
+        registry = CodecRegistry()
+        first, second = FakeCodec("one", 130), FakeCodec("one", 130)
+        registry.register(first)
+        assert registry.register(second) is second
+        assert registry.by_name("one") is second and registry.by_code(130) is second
+        assert registry.names() == ("json", "text", "bytes", "one")
+
     def test_missing_methods_are_refused(self) -> None:
         class Half:
             name = "half"
