@@ -33,14 +33,30 @@ WHERE n.name = :namespace;
 INSERT INTO {schema}.jobs
     (job_ref, namespace_id, definition_id, dedup_key, correlation_key, concurrency_key,
      input_codec, input, created_at, deadline_at, deadline_strict, parent_id, root_id,
-     child_name, trace_context, tenant_id)
+     child_name, trace_context, tenant_id, dedup_mode, dedup_window_ms)
 SELECT :job_ref, :namespace_id, :definition_id, :dedup_key, :correlation_key,
        :concurrency_key, :input_codec, :input, :now, :deadline_at, :deadline_strict,
        :parent_id, :root_id, :child_name, :trace_context,
-       COALESCE(:tenant_id, (SELECT pj.tenant_id FROM {schema}.jobs pj WHERE pj.id = :parent_id))
+       COALESCE(:tenant_id, (SELECT pj.tenant_id FROM {schema}.jobs pj WHERE pj.id = :parent_id)),
+       :dedup_mode, :dedup_window_ms
 FROM {schema}.definitions d
 WHERE d.id = :definition_id AND NOT d.retired
 RETURNING id AS job_id;
+
+-- name: release_dedup_key
+-- Before insert_job, for a key asked while unfinished (mode 2) or within a window (mode 3):
+-- the job holding the key gives it up when it no longer counts in that mode (it finished; it
+-- was created at or before now minus the window). Its key moves to dedup_released, so the
+-- unique key lets the insert through; a race between producers is still decided there.
+-- MariaDB assigns left to right: dedup_released takes the key before it is cleared.
+UPDATE {schema}.jobs j
+SET j.dedup_released = j.dedup_key, j.dedup_key = NULL
+WHERE j.namespace_id = :namespace_id AND j.dedup_key = :dedup_key
+  AND CASE :dedup_mode
+        WHEN 2 THEN EXISTS (SELECT 1 FROM {schema}.runtime r
+                            WHERE r.job_id = j.id AND r.status >= 100)
+        WHEN 3 THEN j.created_at <= TIMESTAMPADD(MICROSECOND, -:dedup_window_ms * 1000, :now)
+        ELSE 0 END;
 
 -- name: job_by_ref_or_dedup_key
 -- After insert_job refused a row: the job holding its ref (this very job, written by an earlier
