@@ -5,8 +5,9 @@ the specs under ``conformance/`` in this process, one pytest session without xdi
 number is one spec's own cost, not a share of two workers), and adds up the setup, call and
 teardown durations pytest reports for each test. It prints how many tests ran and the p50, p90,
 p99, max and total of those per-test durations, and the first test's (which pays for what the
-session sets up once), and writes every test's duration as JSON with ``--out``. ``--path``
-runs another test tree instead (``anvil/userproject``, a user-style project with its own
+session sets up once), and the p50 and p90 of this process's CPU time per test (which other
+load on the machine barely moves), and writes every test's duration as JSON with ``--out``.
+``--path`` runs another test tree instead (``anvil/userproject``, a user-style project with its own
 rootdir); ``--xdist N`` runs it on N xdist workers. Run it before and after a change to the
 test harness (docs/benchmarks/suite-speed-*).
 
@@ -36,8 +37,20 @@ class Durations:
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
         self.outcomes: dict[str, str] = {}
         self.first: str | None = None
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Any:
+        # This process's CPU time over the test's setup, call and teardown (every thread of
+        # it: the host's loop and handler threads too). Unlike the wall time, another load on
+        # the machine barely moves it; a database server's own CPU is not in it.
+        started = time.process_time()
+        try:
+            return (yield)
+        finally:
+            self.cpu[item.nodeid] = time.process_time() - started
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.first is None:
@@ -107,17 +120,21 @@ def run(
         "session_wall_s": round(wall, 3),
         "outcomes": {k: outcomes.count(k) for k in sorted(set(outcomes))},
         "summary": summary(durations.seconds),
+        "cpu_summary": summary(durations.cpu) if durations.cpu else None,
         "python": platform.python_version(),
         "tests_ms": {k: round(v * 1000, 3) for k, v in sorted(durations.seconds.items())},
+        "tests_cpu_ms": {k: round(v * 1000, 3) for k, v in sorted(durations.cpu.items())},
     }
 
 
 def render(result: dict[str, Any]) -> str:
     s = result["summary"]
+    cpu = result["cpu_summary"] or {"p50_ms": None, "p90_ms": None}
     return (
         f"{result['provider']}: {s['count']} tests, p50 {s['p50_ms']} ms, p90 {s['p90_ms']} ms, "
         f"p99 {s['p99_ms']} ms, max {s['max_ms']} ms, total {s['total_s']} s, "
-        f"first {result['first_test_ms']} ms "
+        f"first {result['first_test_ms']} ms; process CPU p50 {cpu['p50_ms']} ms, "
+        f"p90 {cpu['p90_ms']} ms "
         f"(session {result['session_wall_s']} s, {result['outcomes']})"
     )
 
