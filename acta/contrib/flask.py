@@ -22,7 +22,7 @@ from flask import Flask, current_app
 from flask.cli import with_appcontext
 
 from acta.app import Acta
-from acta.contrib.running import drain, serve
+from acta.contrib.running import drain, serve_until_signal
 from acta.ids import JobRef
 from acta.options import EnqueueOptions
 from acta.registry import JobLike
@@ -109,6 +109,6 @@ def _command(ext: ActaFlask) -> click.Group:
         if batch:
             click.echo(f"ran {asyncio.run(drain([running]))} job(s)")
         else:
-            asyncio.run(serve([running]))
+            serve_until_signal([running])
 
     return group

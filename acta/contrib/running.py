@@ -3,9 +3,29 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import signal
+import sys
+import threading
 
 from acta.runtime.worker import Worker
+
+log = logging.getLogger("acta.worker")
+
+
+def serve_until_signal(workers: list[Worker]) -> None:
+    """``serve`` in the foreground, then leave the process even if a sync handler's thread is
+    still running: its job was handed back at shutdown (a late result is dropped), but Python
+    would wait for the thread at exit, past the grace the operator gave."""
+    asyncio.run(serve(workers))
+    stuck = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    if any(t.is_alive() for t in stuck):
+        log.warning("%d thread(s) of handlers still running after shutdown; exiting", len(stuck))
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 async def serve(workers: list[Worker]) -> None:

@@ -10,7 +10,11 @@ the task's module path; ``priority``, ``run_after`` and ``queue_name`` map to ac
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import inspect
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from django.db import close_old_connections, connections, transaction
@@ -23,12 +27,17 @@ from django.utils.json import normalize_json
 from django.utils.module_loading import import_string
 
 from acta.app import Acta
+from acta.context import JobContext
 from acta.contrib.django.ledger import Ledgers, Settings, definition_name
 from acta.contrib.django.results import TaskRaised, read_result
 from acta.definition import JobDefinition
 from acta.errors import JobNotFoundError, ValidationError
 from acta.ids import JobRef
-from acta.sync_context import SyncJobContext
+
+# Sync tasks run here, not in the loop's default executor: asyncio.run waits for that one's
+# threads when it ends, and a task still running after its run was handed back would hold
+# the worker past its grace (acta.contrib.running exits without waiting for these).
+_THREADS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="acta-django-task")
 
 
 class ActaBackend(BaseTaskBackend):
@@ -122,25 +131,26 @@ class ActaBackend(BaseTaskBackend):
     def _runner(self, app: Acta) -> Callable[..., Any]:
         backend = self
 
-        def run(payload: dict[str, Any], ctx: SyncJobContext) -> Any:
-            close_old_connections()  # as a request does: a stale or broken one is replaced
-            try:
-                return backend._run(app, payload, ctx)
-            finally:
-                close_old_connections()
+        # An async acta handler whatever the task is: a sync task runs in a thread of the
+        # loop's executor, so at shutdown the run can be handed back at the end of the grace
+        # instead of waiting for a thread that cannot be interrupted.
+        async def run(payload: dict[str, Any], ctx: JobContext) -> Any:
+            return await backend._run(app, payload, ctx)
 
         return run
 
-    def _run(self, app: Acta, payload: dict[str, Any], ctx: SyncJobContext) -> Any:
+    async def _run(self, app: Acta, payload: dict[str, Any], ctx: JobContext) -> Any:
         task: Task = import_string(payload["task"])
-        result = read_result(app, ctx.job, self.alias)
+        result = await asyncio.to_thread(read_result, app, ctx.job, self.alias)
         task_started.send(type(self), task_result=result)
-        args, kwargs = payload["args"], payload["kwargs"]
+        args = [TaskContext(task_result=result)] if task.takes_context else []
+        args += payload["args"]
         try:
-            if task.takes_context:
-                value = task.call(TaskContext(task_result=result), *args, **kwargs)
+            if inspect.iscoroutinefunction(task.func):
+                value = await task.func(*args, **payload["kwargs"])
             else:
-                value = task.call(*args, **kwargs)
+                call = functools.partial(_call_sync, task.func, args, payload["kwargs"])
+                value = await asyncio.get_running_loop().run_in_executor(_THREADS, call)
             value = normalize_json(value)
         except Exception as exc:
             if ctx.is_last_attempt:
@@ -158,3 +168,11 @@ class ActaBackend(BaseTaskBackend):
         from acta.contrib.django.checks import backend_checks
 
         return backend_checks(self)
+
+
+def _call_sync(func: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
+    close_old_connections()  # as around a request: a stale or broken connection is replaced
+    try:
+        return func(*args, **kwargs)
+    finally:
+        close_old_connections()

@@ -22,12 +22,13 @@ MIDDLEWARE: list[str] = []
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 _KIND = os.environ.get("ACTA_DJANGO_DB", "sqlite")
+# A worker process a test starts is pointed at the test's database by $ACTA_DJANGO_NAME.
 _FILES = Path(os.environ.get("ACTA_DJANGO_DIR") or tempfile.mkdtemp(prefix="acta-django-"))
 if _KIND == "postgres":
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.postgresql",
-            "NAME": "acta_django",
+            "NAME": os.environ.get("ACTA_DJANGO_NAME", "acta_django"),
             "USER": os.environ.get("PGUSER", "postgres"),
             "HOST": os.environ.get("PGHOST", "127.0.0.1"),
             "PORT": os.environ.get("PGPORT", "5432"),
@@ -38,7 +39,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": str(_FILES / "shop.sqlite3"),
+            "NAME": os.environ.get("ACTA_DJANGO_NAME", str(_FILES / "shop.sqlite3")),
             "OPTIONS": {"transaction_mode": "IMMEDIATE"},
             "ATOMIC_REQUESTS": True,
             "TEST": {"NAME": str(_FILES / "test-shop.sqlite3")},

@@ -18,7 +18,7 @@ from django.tasks import Task, task_backends
 from django.utils.module_loading import autodiscover_modules
 
 from acta.contrib.django.backend import ActaBackend
-from acta.contrib.running import drain, serve
+from acta.contrib.running import drain, serve_until_signal
 from acta.errors import ActaError
 
 
@@ -68,7 +68,7 @@ class Command(BaseCommand):
             ran = asyncio.run(drain(workers))
             self.stdout.write(f"ran {ran} job(s)")
         else:
-            asyncio.run(serve(workers))
+            serve_until_signal(workers)
 
 
 def discover(backend: ActaBackend, queues: list[str]) -> int:

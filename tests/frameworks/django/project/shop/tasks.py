@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import time
+from pathlib import Path
+
 from django.tasks import TaskContext, task
 
 from project.shop.models import Order
@@ -30,3 +34,11 @@ async def send_receipt(number: int, *, email: str) -> dict[str, object]:
 @task(takes_context=True)
 def fails(context: TaskContext, reason: str) -> None:
     raise OrderMissing(f"{reason} (attempt {context.attempt})")
+
+
+@task
+def hold(marker: str) -> int:
+    """Runs until ``marker`` exists (the process tests stop a worker while it runs)."""
+    while not Path(marker).exists():
+        time.sleep(0.02)
+    return os.getpid()

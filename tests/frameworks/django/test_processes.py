@@ -1,0 +1,80 @@
+"""A real `manage.py acta worker` process: SIGTERM while a task runs hands it back, marks the
+worker stopped and exits within the grace plus one second. Real processes and real time; each
+wait is bounded and reads the ledger."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from django.tasks import TaskResultStatus
+from project.shop.tasks import hold
+
+from acta.contrib.django.backend import ActaBackend
+from acta.model.codes import EventCode, Reason, WorkerStatus
+
+pytestmark = pytest.mark.chaos
+PROJECT = Path(__file__).resolve().parent
+GRACE = 1.0
+
+
+@pytest.fixture
+def worker_process(backend: ActaBackend) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
+    started: list[subprocess.Popen[bytes]] = []
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "project.settings",
+        "ACTA_DJANGO_NAME": str(connection.settings_dict["NAME"]),
+    }
+
+    def start(*args: str) -> subprocess.Popen[bytes]:
+        command = [sys.executable, "manage.py", "acta", "worker", *args]
+        proc = subprocess.Popen(command, cwd=PROJECT, env=env, stderr=subprocess.PIPE)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=10)
+
+
+def test_sigterm_hands_the_running_task_back_within_the_grace(
+    backend: ActaBackend, worker_process: Callable[..., subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    result = hold.enqueue(str(tmp_path / "never"))
+    proc = worker_process("--shutdown-grace", str(GRACE), "--poll", "0.05", "--heartbeat", "0.5")
+    _until(lambda: hold.get_result(result.id).status == TaskResultStatus.RUNNING, proc)
+    asked = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=GRACE + 10)
+    took = time.monotonic() - asked
+    assert took <= GRACE + 1.0, f"the worker took {took:.2f} s to exit"
+    assert proc.returncode == 0, proc.stderr.read().decode()  # type: ignore[union-attr]
+    app = backend.app_for("default")
+    assert [(e.code, e.reason) for e in app.events(result.id)][-1] == (
+        EventCode.HANDED_BACK,
+        Reason.SHUTDOWN,
+    )
+    assert hold.get_result(result.id).status == TaskResultStatus.READY
+    (worker,) = [w for w in app.workers() if w.pid == proc.pid]
+    assert worker.status is WorkerStatus.STOPPED
+
+
+def _until(
+    condition: Callable[[], bool], proc: subprocess.Popen[bytes], timeout: float = 30
+) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if proc.poll() is not None:
+            raise AssertionError(f"the worker exited: {proc.stderr.read().decode()}")  # type: ignore[union-attr]
+        assert time.monotonic() < deadline, "not reached in time"
+        time.sleep(0.02)
