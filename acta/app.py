@@ -41,6 +41,7 @@ from acta.producer import Producer
 from acta.provider.factory import open_provider
 from acta.provider.protocol import Provider
 from acta.reader import Reader
+from acta.redis_bell import wire_from
 from acta.registry import JobLike, Registry
 from acta.repair import Repairs
 from acta.runtime.deployment import Deployment
@@ -93,7 +94,9 @@ class Acta(Reader):
     ``telemetry``: metrics and spans through OpenTelemetry (docs/guide/observability.md); by
     default on when the API is installed, over its global providers. ``codecs``: payload codecs
     to register (process-wide, as ``acta.codecs.register``) for ``codec=`` on jobs
-    (docs/guide/codecs.md).
+    (docs/guide/codecs.md). ``bell``: a Redis URL whose channel wakes idle workers in other
+    processes (``$ACTA_BELL`` by default; docs/guide/redis-bell.md), for databases without
+    NOTIFY.
     """
 
     def __init__(
@@ -109,6 +112,7 @@ class Acta(Reader):
         telemetry: Telemetry | bool | None = None,
         contract_drift: str = "warn",
         codecs: Iterable[Codec] = (),
+        bell: str | None = None,
         **provider_options: Any,
     ) -> None:
         self.namespace = validate_namespace(namespace)
@@ -134,7 +138,7 @@ class Acta(Reader):
         self._provider: Provider | None = None
         self._schema_checked = False
         self._lock = threading.Lock()
-        self.bell = ProcessBell()
+        self.bell = ProcessBell(wire_from(bell, schema=self.schema, namespace=self.namespace))
         self._ledger = Ledger(self._open, clock or SystemClock())
         self._home = self._ledger
         self.serial = next(_serials)

@@ -130,9 +130,12 @@ class Committer:
         identity: Identity,
         settings: WorkerSettings | None = None,
         halted: Callable[[], bool] = lambda: False,
+        ready: Callable[[], None] | None = None,
     ) -> None:
         self.ledger = ledger
         self.identity = identity
+        self._ready = ready
+        """Rung after a settle commit that made work due now (the process bell's ring_all)."""
         self._starts: GroupCommit[tuple[Claimed, bool], Started | None] = GroupCommit(
             self._start_batch
         )
@@ -197,4 +200,21 @@ class Committer:
     async def _settle_batch(self, plans: Sequence[Transition]) -> list[JobStatus | None]:
         ledger = self.ledger
         now, fused = ledger.now(), ledger.fused
-        return await ledger.run_async(lambda: apply_transitions(plans, now, fused), name="settle")
+        written = await ledger.run_async(
+            lambda: apply_transitions(plans, now, fused), name="settle"
+        )
+        if self._ready is not None and any(map(made_due, plans, written)):
+            self._ready()  # committed: idle workers elsewhere may take what it made ready
+        return written
+
+
+def made_due(plan: Transition, status: JobStatus | None) -> bool:
+    """Whether a committed settle may have made a job due now for some other worker: the end
+    of a lane's head (its next member is promoted), of a child (its parent's latch may open),
+    or a job back to ready at once (handed back, released, retried without delay). A retry
+    due later rings nothing: the poll finds it when it is due."""
+    if status is None:
+        return False
+    if status.terminal:
+        return plan.lane_id is not None or plan.parent_id is not None
+    return status is JobStatus.READY and plan.run_at is None and not plan.delay_ms

@@ -94,7 +94,11 @@ class Worker:
             clock=self.clock,
             identity=self.identity,
             committer=Committer(
-                ledger, self.identity, self.settings, halted=lambda: self.env.killed
+                ledger,
+                self.identity,
+                self.settings,
+                halted=lambda: self.env.killed,
+                ready=deployment.bell.ring_all,
             ),
             slots=self.slots,
             threads=self.threads,
@@ -390,6 +394,9 @@ class Worker:
         database_bell = self.ledger.bell(self.namespace) if self.settings.listen else None
         if database_bell is not None:
             self.bells.append(database_bell)
+        wire = self.deployment.bell.wire  # rung by acta itself (Redis): any provider
+        if wire is not None:
+            self.bells.append(wire.listener(self.clock))
         for bell in self.bells:
             helpers.append(asyncio.ensure_future(bell.run(self.wake)))
         loops = asyncio.ensure_future(self.scheduler.run_until(stopping))
