@@ -1,0 +1,200 @@
+"""Throwaway test databases in Docker, when a server provider's tests are given no database.
+
+``--acta-provider=postgres|mariadb|sqlserver`` needs a server. Where it comes from, in order:
+
+1. a DSN the user gave (``--acta-dsn`` or the provider's ``$ACTA_TEST_<NAME>_DSN``): used as is;
+2. the provider's local default test database (``test_dsn``), if it answers;
+3. a Docker engine that answers: one throwaway server per test session, shared by every
+   pytest-xdist worker of that session, started by whichever process asks first;
+4. otherwise a refusal that names both ways out: a DSN, or a Docker engine.
+
+``decide`` is that choice, pure: the probes (does the default answer, does Docker answer) are
+passed in, so the logic is unit-tested on a machine without Docker. ``shared_server`` is the
+session-wide sharing: a lock directory under the session's basetemp root (``os.mkdir`` is
+atomic), the first process starts the server and publishes its DSN in a file, the others wait
+for it with a bound. ``start_container`` runs the image through testcontainers (the
+``containers`` extra) and is only exercised where Docker exists.
+
+Not wired into acta_testing/plugin.py yet (the plugin's owner does that): the plugin would call
+``decide`` where it resolves ``--acta-dsn``, and on ``container`` call ``shared_server`` with
+``session_root(basetemp, worker)`` and ``start_container``, stopping what it started at the end
+of the session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from importlib import import_module
+from pathlib import Path
+
+# The image each server provider's throwaway database runs, and how its DSN is written.
+IMAGES = {
+    "postgres": "postgres:15-alpine",
+    "mariadb": "mariadb:10.11",
+    "sqlserver": "mcr.microsoft.com/mssql/server:2022-latest",
+}
+START_TIMEOUT = 300.0
+"""Seconds a process waits for another one's container (an image pull included)."""
+FOLDER = "acta-containers"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Where a server provider's tests get their database."""
+
+    kind: str
+    """``dsn`` (given or the local default), ``container``, or ``refuse``."""
+    dsn: str = ""
+    image: str = ""
+    message: str = ""
+    """What the run says about it (the reason, for ``refuse``)."""
+
+
+def decide(
+    name: str,
+    title: str,
+    dsn_env: str,
+    given: str | None,
+    environ: Mapping[str, str],
+    default: str | None,
+    default_answers: Callable[[str], bool],
+    docker_unreachable: Callable[[], str | None],
+) -> Decision:
+    """Choose the database for ``name``'s tests. ``given`` is ``--acta-dsn``; ``default`` the
+    entry's ``test_dsn``; ``default_answers(dsn)`` says whether a server answers there;
+    ``docker_unreachable()`` is None when a Docker engine answers, else why not."""
+    chosen = given or environ.get(dsn_env)
+    if chosen:
+        return Decision("dsn", dsn=chosen, message=f"{title} at the given DSN")
+    if default and default_answers(default):
+        return Decision("dsn", dsn=default, message=f"{title} at the local default {default}")
+    image = IMAGES.get(name)
+    if image is None:
+        return Decision("refuse", message=f"{title}: no DSN given and no container image known")
+    why = docker_unreachable()
+    if why is None:
+        return Decision(
+            "container",
+            image=image,
+            message=f"{title} in a throwaway Docker container ({image}), one for this session",
+        )
+    tried = f" ({default} does not answer)" if default else ""
+    return Decision(
+        "refuse",
+        message=(
+            f"{title} was not run: no database given{tried} and no Docker engine answers "
+            f"({why}). Either give a test database with --acta-dsn or ${dsn_env}, or start a "
+            f"Docker engine (with the containers extra: pip install 'acta-jobs[containers]') "
+            f"so the tests run a throwaway {image}"
+        ),
+    )
+
+
+def docker_unreachable() -> str | None:
+    """None when a Docker engine answers here; otherwise why not (no client library, no
+    engine at DOCKER_HOST or the default socket)."""
+    try:
+        # Imported by name: the client library is optional, and untyped.
+        docker = import_module("docker")
+    except ImportError:
+        return "the containers extra is not installed"
+    try:
+        client = docker.from_env(timeout=5)
+        try:
+            client.ping()
+        finally:
+            client.close()
+    except Exception as exc:  # the client raises many kinds; each means "not here"
+        text = str(exc).strip().splitlines()
+        return text[0] if text else type(exc).__name__
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """A server one process started: its DSN, and how to stop it."""
+
+    dsn: str
+    stop: Callable[[], None]
+
+
+def session_root(basetemp: Path, xdist_worker: str | None) -> Path:
+    """The folder every process of one test session shares: the basetemp itself, or its
+    parent under pytest-xdist (each worker's basetemp is ``<root>/popen-gwN``)."""
+    return basetemp.parent if xdist_worker else basetemp
+
+
+def shared_server(
+    name: str,
+    root: Path,
+    start: Callable[[], Started],
+    *,
+    timeout: float = START_TIMEOUT,
+    pause: Callable[[float], None] = time.sleep,
+) -> tuple[str, Started | None]:
+    """The DSN of the session's ``name`` server, starting it if this process is the first to
+    ask: ``(dsn, started)`` where ``started`` is set only in the process that started it (it
+    stops it at the end of the session). Others wait up to ``timeout`` seconds, polling the
+    DSN file; a start that failed elsewhere is reported here too (RuntimeError)."""
+    folder = root / FOLDER / name
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    answer = folder / "server.json"
+    try:
+        folder.mkdir()
+    except FileExistsError:
+        return _wait_for(answer, name, timeout, pause), None
+    try:
+        started = start()
+    except Exception as exc:
+        _publish(answer, {"error": f"{type(exc).__name__}: {exc}"})
+        raise
+    _publish(answer, {"dsn": started.dsn})
+    return started.dsn, started
+
+
+def _publish(path: Path, value: dict[str, str]) -> None:
+    part = path.with_suffix(".part")
+    part.write_text(json.dumps(value))
+    os.replace(part, path)  # readers see the whole file or none
+
+
+def _wait_for(path: Path, name: str, timeout: float, pause: Callable[[float], None]) -> str:
+    waited = 0.0
+    while not path.exists():
+        if waited >= timeout:
+            raise RuntimeError(f"the {name} test container did not start within {timeout:g} s")
+        pause(0.1)
+        waited += 0.1
+    found = json.loads(path.read_text())
+    if "error" in found:
+        raise RuntimeError(f"the {name} test container failed to start: {found['error']}")
+    return str(found["dsn"])
+
+
+def start_container(name: str) -> Started:
+    """Run ``IMAGES[name]`` through testcontainers and wait until it takes connections."""
+    image = IMAGES[name]
+    if name == "postgres":
+        pg = import_module("testcontainers.postgres").PostgresContainer(
+            image, username="postgres", password="acta", dbname="test"
+        )
+        pg.start()
+        host, port = pg.get_container_host_ip(), pg.get_exposed_port(5432)
+        return Started(f"postgresql://postgres:acta@{host}:{port}/test", pg.stop)
+    if name == "mariadb":
+        maria = import_module("testcontainers.mysql").MySqlContainer(
+            image, username="root", password="acta", dbname="test"
+        )
+        maria.start()
+        host, port = maria.get_container_host_ip(), maria.get_exposed_port(3306)
+        return Started(f"mysql://root:acta@{host}:{port}/test", maria.stop)
+    mssql = import_module("testcontainers.mssql").SqlServerContainer(
+        image, password="Acta-test-1", dbname="test"
+    )
+    mssql.start()
+    host, port = mssql.get_container_host_ip(), mssql.get_exposed_port(1433)
+    return Started(f"mssql://sa:Acta-test-1@{host}:{port}/test", mssql.stop)
