@@ -15,7 +15,10 @@ from pathlib import Path
 import pytest
 from django.db import connection
 from django.tasks import TaskResultStatus
-from project.shop.tasks import hold
+from django.db import transaction
+from django.tasks.exceptions import TaskResultDoesNotExist
+from project.shop.models import Order
+from project.shop.tasks import handle_order, hold
 
 from acta.contrib.django.backend import ActaBackend
 from acta.model.codes import EventCode, Reason, WorkerStatus
@@ -67,6 +70,49 @@ def test_sigterm_hands_the_running_task_back_within_the_grace(
     assert hold.get_result(result.id).status == TaskResultStatus.READY
     (worker,) = [w for w in app.workers() if w.pid == proc.pid]
     assert worker.status is WorkerStatus.STOPPED
+
+
+class RolledBack(Exception):
+    pass
+
+
+def test_500_orders_one_in_three_rolled_back(
+    backend: ActaBackend, worker_process: Callable[..., subprocess.Popen[bytes]]
+) -> None:
+    proc = worker_process("--executors", "4", "--poll", "0.05")
+    committed: dict[int, str] = {}
+    rolled_back: dict[int, str] = {}
+    for number in range(1, 501):
+        try:
+            with transaction.atomic():
+                Order.objects.create(number=number)
+                result = handle_order.enqueue(number)
+                if number % 3 == 0:
+                    raise RolledBack
+        except RolledBack:
+            rolled_back[number] = result.id
+        else:
+            committed[number] = result.id
+    app = backend.app_for("default")
+    name = "project.shop.tasks.handle-order"
+
+    def done() -> int:
+        return len(app.jobs(status="succeeded", name=name, limit=1000))
+
+    _until(lambda: done() == len(committed), proc, timeout=180)
+    for number, result_id in committed.items():
+        result = handle_order.get_result(result_id)
+        # The handler fails if its order row is not visible: one clean run each.
+        assert result.status == TaskResultStatus.SUCCESSFUL, (number, result.errors)
+        assert result.return_value == number and len(result.worker_ids) == 1
+    for result_id in rolled_back.values():
+        with pytest.raises(TaskResultDoesNotExist):
+            handle_order.get_result(result_id)
+    assert len(app.jobs(name=name, limit=1000)) == len(committed) == 334
+    assert set(Order.objects.filter(handled=True).values_list("number", flat=True)) == set(
+        committed
+    )
+    assert not Order.objects.filter(number__in=list(rolled_back)).exists()
 
 
 def _until(
