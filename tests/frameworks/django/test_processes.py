@@ -13,9 +13,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.tasks import TaskResultStatus
-from django.db import transaction
 from django.tasks.exceptions import TaskResultDoesNotExist
 from project.shop.models import Order
 from project.shop.tasks import handle_order, hold
