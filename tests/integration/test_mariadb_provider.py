@@ -25,6 +25,7 @@ from acta.provider.mariadb.connect import Target, retry_kind
 from acta.provider.mariadb.migrate import check_server
 from acta.provider.mariadb.migrate import migrate as run_migrations
 from acta.provider.mariadb.testing import DEFAULT_DSN, MariadbDatabases, MariadbUnavailable
+from acta.provider.migrate import load as load_migrations
 
 pymysql = pytest.importorskip("pymysql")
 
@@ -170,8 +171,8 @@ def test_a_migration_that_failed_halfway_resumes_where_it_stopped(
         # runs again, and is written to be safe to.
         with admin.cursor() as cur:
             cur.execute(f"UPDATE `{fresh_name}`.migration_steps SET done = 11")
-        applied = provider.migrate()
-        assert applied[0] == "0001_ledger" and len(applied) == 16
+        every = [f"{m.version:04d}_{m.name}" for m in load_migrations("acta.provider.mariadb")]
+        assert provider.migrate() == every
         assert provider.migrate() == []
         assert _rows(admin, f"SELECT COUNT(*) FROM `{fresh_name}`.migration_steps") == [(0,)]
         resumed = provider.dump_schema()

@@ -187,6 +187,21 @@ CREATE TABLE {schema}.`latches` (
   CONSTRAINT `latches_ibfk_1` FOREIGN KEY (`child_id`) REFERENCES `jobs` (`id`) ON DELETE CASCADE
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
+-- table locks
+CREATE TABLE {schema}.`locks` (
+  `id` bigint(20) NOT NULL AUTO_INCREMENT,
+  `namespace_id` bigint(20) NOT NULL,
+  `name` varchar(255) NOT NULL,
+  `holder_job_id` bigint(20) NOT NULL,
+  `holder_epoch` bigint(20) NOT NULL,
+  `since` datetime(3) NOT NULL,
+  PRIMARY KEY (`id`),
+  UNIQUE KEY `locks_name` (`namespace_id`,`name`),
+  KEY `locks_by_holder` (`holder_job_id`),
+  CONSTRAINT `locks_ibfk_1` FOREIGN KEY (`namespace_id`) REFERENCES `namespaces` (`id`),
+  CONSTRAINT `locks_ibfk_2` FOREIGN KEY (`holder_job_id`) REFERENCES `jobs` (`id`) ON DELETE CASCADE
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
 -- table meters
 CREATE TABLE {schema}.`meters` (
   `id` bigint(20) NOT NULL AUTO_INCREMENT,
@@ -484,6 +499,9 @@ CREATE VIEW {schema}.`jobs_view` AS select `j`.`job_ref` AS `job_ref`,`n`.`name`
 
 -- view lanes_view
 CREATE VIEW {schema}.`lanes_view` AS select `l`.`name` AS `lane`,`n`.`name` AS `namespace`,`h`.`job_ref` AS `head_job_ref`,`hs`.`name` AS `head_status`,(select count(0) from {schema}.`runtime` `r` where `r`.`lane_id` = `l`.`id` and `r`.`status` < 100) AS `depth`,`l`.`last_seq` AS `last_seq`,`l`.`created_at` AS `created_at`,`l`.`id` AS `lane_id` from (((({schema}.`lanes` `l` join {schema}.`namespaces` `n` on(`n`.`id` = `l`.`namespace_id`)) left join {schema}.`jobs` `h` on(`h`.`id` = `l`.`head_job_id`)) left join {schema}.`runtime` `hr` on(`hr`.`job_id` = `l`.`head_job_id`)) left join {schema}.`codes` `hs` on(`hs`.`family` = 'job_status' and `hs`.`code` = `hr`.`status`));
+
+-- view locks_view
+CREATE VIEW {schema}.`locks_view` AS select `n`.`name` AS `namespace`,`k`.`name` AS `lock_key`,`j`.`job_ref` AS `holder_job_ref`,`d`.`name` AS `holder_job_name`,`k`.`holder_epoch` AS `holder_epoch`,`k`.`since` AS `since`,case when `r`.`lease_epoch` = `k`.`holder_epoch` and `r`.`status` = 21 then 1 else 0 end AS `held` from (((({schema}.`locks` `k` join {schema}.`namespaces` `n` on(`n`.`id` = `k`.`namespace_id`)) left join {schema}.`jobs` `j` on(`j`.`id` = `k`.`holder_job_id`)) left join {schema}.`definitions` `d` on(`d`.`id` = `j`.`definition_id`)) left join {schema}.`runtime` `r` on(`r`.`job_id` = `k`.`holder_job_id`));
 
 -- view meters_view
 CREATE VIEW {schema}.`meters_view` AS select `m`.`name` AS `name`,`n`.`name` AS `namespace`,`m`.`rate_now` AS `rate`,`m`.`period_now` AS `period_ms`,`m`.`rate` AS `declared_rate`,`m`.`period_ms` AS `declared_period_ms`,`m`.`rate_override` AS `rate_override`,`m`.`period_override_ms` AS `period_override_ms`,greatest(`m`.`booked_until`,coalesce(`m`.`admitted_until`,`m`.`booked_until`)) + interval -(greatest(1,`m`.`rate_now` * 1000 DIV `m`.`period_now`) - 1) * ((`m`.`period_now` + `m`.`rate_now` - 1) DIV `m`.`rate_now`) * 1000 microsecond AS `next_free_at`,`m`.`booked_until` AS `booked_until`,`m`.`admitted_until` AS `admitted_until`,`m`.`version` AS `version`,`m`.`updated_at` AS `updated_at`,`m`.`id` AS `meter_id` from ((select `x`.`id` AS `id`,`x`.`namespace_id` AS `namespace_id`,`x`.`name` AS `name`,`x`.`rate` AS `rate`,`x`.`period_ms` AS `period_ms`,`x`.`rate_override` AS `rate_override`,`x`.`period_override_ms` AS `period_override_ms`,`x`.`booked_until` AS `booked_until`,`x`.`admitted_until` AS `admitted_until`,`x`.`version` AS `version`,`x`.`updated_at` AS `updated_at`,coalesce(`x`.`rate_override`,`x`.`rate`) AS `rate_now`,coalesce(`x`.`period_override_ms`,`x`.`period_ms`) AS `period_now` from {schema}.`meters` `x`) `m` join {schema}.`namespaces` `n` on(`n`.`id` = `m`.`namespace_id`));
