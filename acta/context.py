@@ -21,6 +21,7 @@ from typing import Any, Protocol, Unpack
 from acta.backoff import Backoff
 from acta.errors import ValidationError
 from acta.ids import JobRef
+from acta.lock_context import AsyncLock
 from acta.names import validate_key
 from acta.option_types import EnqueueOptions
 from acta.outcome import ChildOutcome, Firing, SignalResult
@@ -109,6 +110,8 @@ class DurableOps(Protocol):
     async def wait_children(self, timeout: Any) -> list[ChildOutcome]: ...
     async def note(self, text: str) -> None: ...
     async def alert(self, title: str, detail: str | None, severity: str) -> None: ...
+    async def lock_acquire(self, key: str, limit: timedelta | None) -> None: ...
+    async def lock_release(self, key: str) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,6 +355,14 @@ class JobContext:
     ) -> None:
         """Open an alert row for operators (``alerts_view``)."""
         await self.ops.alert(title, detail, severity)
+
+    def lock(self, key: str, *, timeout: timedelta | str | float | None = None) -> AsyncLock:
+        """``async with ctx.lock(key, timeout="5s"):`` holds the lock ``key`` (across every
+        worker) for the block, waiting for it first. The lock rides this run's lease: it is
+        released when the block exits, and if the worker dies, when recovery takes the lease
+        back. A wait longer than ``timeout`` raises ``LockTimeoutError``; ``None`` waits until
+        the run ends."""
+        return AsyncLock(lambda: self.ops, key, timeout)
 
 
 _MISSING: Any = object()

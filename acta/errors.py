@@ -176,6 +176,18 @@ class WaitTimeoutError(ActaError, TimeoutError):
     """A wait for a job's outcome ran out of time; the job itself goes on."""
 
 
+class LockTimeoutError(ActaError, TimeoutError):
+    """``ctx.lock`` waited its whole timeout and another job still held the lock. ``key`` is
+    the lock, ``holder`` the job ref that held it when the wait gave up (None if unknown)."""
+
+    def __init__(self, key: str, holder: str | None, timeout: float) -> None:
+        self.key = key
+        self.holder = holder
+        self.timeout = timeout
+        by = f" by job {holder}" if holder else ""
+        super().__init__(f"lock {key!r} still held{by} after waiting {timeout:g} s")
+
+
 class ScheduleNotFoundError(ActaError, LookupError):
     """No schedule by that job name (and schedule name) in this namespace."""
 

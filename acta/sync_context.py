@@ -17,6 +17,7 @@ from typing import Any, TypeVar, Unpack
 from acta.backoff import Backoff
 from acta.context import _MISSING, JobContext, child_names, step_options
 from acta.ids import JobRef
+from acta.lock_context import SyncLock
 from acta.option_types import EnqueueOptions
 from acta.outcome import ChildOutcome, SignalResult
 
@@ -133,3 +134,9 @@ class SyncJobContext(JobContext):
         self, title: str, detail: str | None = None, *, severity: str = "warning"
     ) -> None:
         self._wait(self.ops.alert(title, detail, severity))
+
+    def lock(  # type: ignore[override]
+        self, key: str, *, timeout: timedelta | str | float | None = None
+    ) -> SyncLock:
+        """``with ctx.lock(key, timeout="5s"):``, blocking (see ``JobContext.lock``)."""
+        return SyncLock(lambda: self.ops, self._wait, key, timeout)

@@ -14,7 +14,7 @@ import functools
 import math
 import typing
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from acta.context import StepOptions
@@ -32,6 +32,7 @@ from acta.model.codes import EventCode, Reason, StepState, WaitKind
 from acta.model.rows import WaitRef
 from acta.outcome import Cancel, SignalResult
 from acta.provider.verb import Verb
+from acta.runtime import locks
 from acta.runtime.children import Children
 from acta.runtime.environment import RunEnv
 from acta.runtime.handler import describe
@@ -296,3 +297,11 @@ class DurablePort(Children):
         await self._write(once(verbs.open_alert, lease, level, title, detail, now), "the alert")
         if self.env.ledger.telemetry is not None:
             self.env.ledger.telemetry.alert_opened(self.env.namespace, self.run.job.name, severity)
+
+    # -- locks (acta.runtime.locks) -----------------------------------------------------
+
+    async def lock_acquire(self, key: str, limit: timedelta | None) -> None:
+        await locks.acquire(self, key, limit)
+
+    async def lock_release(self, key: str) -> None:
+        await locks.release(self, key)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from acta import Acta, JobContext
+from acta import Acta, JobContext, SyncJobContext
 from acta.clock import ManualClock
 from acta.policy.schedule import Schedule
 from acta.provider.sqlite import SqliteProvider
@@ -187,8 +187,9 @@ def _scenario(app: Acta, host: Host) -> None:
     holder = host.add_worker(executors=4)
 
     @app.job("export-ledger")
-    def export_ledger(ctx: JobContext) -> None:
-        host.kill(holder)  # dies mid-run: its lease stays in the ledger until it lapses
+    def export_ledger(ctx: SyncJobContext) -> None:
+        with ctx.lock("ledger-export-file"):  # held with the lease: locks_view shows it
+            host.kill(holder)  # dies mid-run: its lease stays in the ledger until it lapses
 
     export_ledger.enqueue(concurrency_key="ledger-export")  # the slot stays held with the lease
     assert host.tick(holder) == "killed"

@@ -32,6 +32,7 @@ VIEWS = (
     "events_view",
     "lanes_view",
     "gates_view",
+    "locks_view",
     "meters_view",
     "steps_view",
     "waits_view",

@@ -183,6 +183,20 @@ CREATE TABLE {schema}.latches (
     CONSTRAINT latches_pkey PRIMARY KEY (child_id)
 );
 
+-- table locks
+CREATE TABLE {schema}.locks (
+    id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+    namespace_id bigint NOT NULL,
+    name text NOT NULL,
+    holder_job_id bigint NOT NULL,
+    holder_epoch bigint NOT NULL,
+    since timestamp with time zone NOT NULL,
+    CONSTRAINT locks_holder_job_id_fkey FOREIGN KEY (holder_job_id) REFERENCES {schema}.jobs(id) ON DELETE CASCADE,
+    CONSTRAINT locks_namespace_id_fkey FOREIGN KEY (namespace_id) REFERENCES {schema}.namespaces(id),
+    CONSTRAINT locks_namespace_id_name_key UNIQUE (namespace_id, name),
+    CONSTRAINT locks_pkey PRIMARY KEY (id)
+);
+
 -- table meters
 CREATE TABLE {schema}.meters (
     id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
@@ -529,6 +543,15 @@ CREATE INDEX latches_by_parent ON {schema}.latches USING btree (parent_id);
 -- index latches_pkey on latches
 CREATE UNIQUE INDEX latches_pkey ON {schema}.latches USING btree (child_id);
 
+-- index locks_by_holder on locks
+CREATE INDEX locks_by_holder ON {schema}.locks USING btree (holder_job_id);
+
+-- index locks_namespace_id_name_key on locks
+CREATE UNIQUE INDEX locks_namespace_id_name_key ON {schema}.locks USING btree (namespace_id, name);
+
+-- index locks_pkey on locks
+CREATE UNIQUE INDEX locks_pkey ON {schema}.locks USING btree (id);
+
 -- index meters_namespace_id_name_key on meters
 CREATE UNIQUE INDEX meters_namespace_id_name_key ON {schema}.meters USING btree (namespace_id, name);
 
@@ -850,6 +873,21 @@ SELECT l.name AS lane,
      LEFT JOIN {schema}.jobs h ON h.id = l.head_job_id
      LEFT JOIN {schema}.runtime hr ON hr.job_id = l.head_job_id
      LEFT JOIN {schema}.codes hs ON hs.family = 'job_status'::text AND hs.code = hr.status;
+
+-- view locks_view
+CREATE VIEW {schema}.locks_view AS
+SELECT n.name AS namespace,
+    k.name AS lock_key,
+    j.job_ref AS holder_job_ref,
+    d.name AS holder_job_name,
+    k.holder_epoch,
+    k.since,
+    COALESCE(r.lease_epoch = k.holder_epoch AND r.status = 21, false) AS held
+   FROM {schema}.locks k
+     JOIN {schema}.namespaces n ON n.id = k.namespace_id
+     LEFT JOIN {schema}.jobs j ON j.id = k.holder_job_id
+     LEFT JOIN {schema}.definitions d ON d.id = j.definition_id
+     LEFT JOIN {schema}.runtime r ON r.job_id = k.holder_job_id;
 
 -- view meters_view
 CREATE VIEW {schema}.meters_view AS

@@ -37,6 +37,9 @@ CREATE UNIQUE INDEX acta_jobs_dedup
 -- index acta_latches_by_parent
 CREATE INDEX acta_latches_by_parent ON acta_latches (parent_id);
 
+-- index acta_locks_by_holder
+CREATE INDEX acta_locks_by_holder ON acta_locks (holder_job_id);
+
 -- index acta_purged_jobs_by_age
 CREATE INDEX acta_purged_jobs_by_age ON acta_purged_jobs (namespace_id, purged_at);
 
@@ -219,6 +222,17 @@ CREATE TABLE acta_lanes (
 CREATE TABLE acta_latches (
     child_id  INTEGER PRIMARY KEY REFERENCES acta_jobs (id) ON DELETE CASCADE,
     parent_id INTEGER NOT NULL
+);
+
+-- table acta_locks
+CREATE TABLE acta_locks (
+    id            INTEGER PRIMARY KEY,
+    namespace_id  INTEGER NOT NULL REFERENCES acta_namespaces (id),
+    name          TEXT    NOT NULL,
+    holder_job_id INTEGER NOT NULL REFERENCES acta_jobs (id) ON DELETE CASCADE,
+    holder_epoch  INTEGER NOT NULL,
+    since         TEXT    NOT NULL,
+    UNIQUE (namespace_id, name)
 );
 
 -- table acta_meters
@@ -663,6 +677,22 @@ JOIN acta_namespaces n    ON n.id = l.namespace_id
 LEFT JOIN acta_jobs h     ON h.id = l.head_job_id
 LEFT JOIN acta_runtime hr ON hr.job_id = l.head_job_id
 LEFT JOIN acta_codes hs   ON hs.family = 'job_status' AND hs.code = hr.status;
+
+-- view acta_locks_view
+CREATE VIEW acta_locks_view AS
+SELECT
+    n.name         AS namespace,
+    k.name         AS lock_key,
+    j.job_ref      AS holder_job_ref,
+    d.name         AS holder_job_name,
+    k.holder_epoch,
+    k.since,
+    CASE WHEN r.lease_epoch = k.holder_epoch AND r.status = 21 THEN 1 ELSE 0 END AS held
+FROM acta_locks k
+JOIN acta_namespaces n ON n.id = k.namespace_id
+LEFT JOIN acta_jobs j ON j.id = k.holder_job_id
+LEFT JOIN acta_definitions d ON d.id = j.definition_id
+LEFT JOIN acta_runtime r ON r.job_id = k.holder_job_id;
 
 -- view acta_meters_view
 CREATE VIEW acta_meters_view AS

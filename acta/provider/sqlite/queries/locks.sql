@@ -1,0 +1,29 @@
+-- Locks a running handler takes (ctx.lock): see migration 0018 and acta/ledger/locks.py.
+-- Every statement runs after the lease fence (lease_guard) in the same transaction.
+
+-- name: lock_of
+-- The lock row of a key and whether its holder still holds it (its job is running at the
+-- epoch the row names). SQLite runs one writer at a time, so nothing moves until commit.
+SELECT k.holder_job_id, k.holder_epoch, j.job_ref AS holder_ref,
+       CASE WHEN r.lease_epoch = k.holder_epoch AND r.status = 21 THEN 1 ELSE 0 END AS held
+FROM {schema}.locks k
+LEFT JOIN {schema}.jobs j ON j.id = k.holder_job_id
+LEFT JOIN {schema}.runtime r ON r.job_id = k.holder_job_id
+WHERE k.namespace_id = :namespace_id AND k.name = :name;
+
+-- name: lock_take
+-- Take a free lock: a new row, or the row of a holder that no longer holds it.
+WITH t(now) AS (SELECT COALESCE(:now, strftime('%Y-%m-%d %H:%M:%f', 'now')))
+INSERT INTO {schema}.locks (namespace_id, name, holder_job_id, holder_epoch, since)
+VALUES (:namespace_id, :name, :job_id, :epoch, (SELECT now FROM t))
+ON CONFLICT (namespace_id, name) DO UPDATE
+SET holder_job_id = excluded.holder_job_id, holder_epoch = excluded.holder_epoch,
+    since = excluded.since
+WHERE {schema}.locks.holder_job_id = :prev_job_id AND {schema}.locks.holder_epoch = :prev_epoch;
+
+-- name: lock_release
+-- Release a lock this run holds: matched on holder and epoch, so a run whose lease was taken
+-- back cannot release a lock another job took since.
+DELETE FROM {schema}.locks
+WHERE namespace_id = :namespace_id AND name = :name
+  AND holder_job_id = :job_id AND holder_epoch = :epoch;
