@@ -175,26 +175,37 @@ def _wait_for(path: Path, name: str, timeout: float, pause: Callable[[float], No
     return str(found["dsn"])
 
 
+# How testcontainers runs each image: its module and class, the constructor's arguments, the
+# port the server listens on inside the container, and the DSN acta's provider takes.
+RECIPES: dict[str, tuple[str, str, dict[str, str], int, str]] = {
+    "postgres": (
+        "testcontainers.postgres",
+        "PostgresContainer",
+        {"username": "postgres", "password": "acta", "dbname": "test"},
+        5432,
+        "postgresql://postgres:acta@{host}:{port}/test",
+    ),
+    "mariadb": (
+        "testcontainers.mysql",
+        "MySqlContainer",
+        {"username": "root", "password": "acta", "dbname": "test"},
+        3306,
+        "mysql://root:acta@{host}:{port}/test",
+    ),
+    "sqlserver": (
+        "testcontainers.mssql",
+        "SqlServerContainer",
+        {"password": "Acta-test-1", "dbname": "test"},
+        1433,
+        "mssql://sa:Acta-test-1@{host}:{port}/test",
+    ),
+}
+
+
 def start_container(name: str) -> Started:
     """Run ``IMAGES[name]`` through testcontainers and wait until it takes connections."""
-    image = IMAGES[name]
-    if name == "postgres":
-        pg = import_module("testcontainers.postgres").PostgresContainer(
-            image, username="postgres", password="acta", dbname="test"
-        )
-        pg.start()
-        host, port = pg.get_container_host_ip(), pg.get_exposed_port(5432)
-        return Started(f"postgresql://postgres:acta@{host}:{port}/test", pg.stop)
-    if name == "mariadb":
-        maria = import_module("testcontainers.mysql").MySqlContainer(
-            image, username="root", password="acta", dbname="test"
-        )
-        maria.start()
-        host, port = maria.get_container_host_ip(), maria.get_exposed_port(3306)
-        return Started(f"mysql://root:acta@{host}:{port}/test", maria.stop)
-    mssql = import_module("testcontainers.mssql").SqlServerContainer(
-        image, password="Acta-test-1", dbname="test"
-    )
-    mssql.start()
-    host, port = mssql.get_container_host_ip(), mssql.get_exposed_port(1433)
-    return Started(f"mssql://sa:Acta-test-1@{host}:{port}/test", mssql.stop)
+    module, kind, arguments, port, dsn = RECIPES[name]
+    server = getattr(import_module(module), kind)(IMAGES[name], **arguments)
+    server.start()
+    host, exposed = server.get_container_host_ip(), server.get_exposed_port(port)
+    return Started(dsn.format(host=host, port=exposed), server.stop)

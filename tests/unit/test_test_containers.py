@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from acta_testing.containers import (
+    IMAGES,
+    RECIPES,
     Decision,
     Started,
     decide,
@@ -80,6 +82,15 @@ def test_sqlserver_and_mariadb_have_images() -> None:
     for name, image in [("sqlserver", "mssql/server"), ("mariadb", "mariadb:10.11")]:
         found = decide(name, name, "X", None, {}, None, bool, lambda: None)
         assert found.kind == "container" and image in found.image
+
+
+def test_every_image_has_a_recipe_whose_dsn_its_provider_takes() -> None:
+    assert set(RECIPES) == set(IMAGES)
+    for name in ("postgres", "mariadb"):  # the registered ones: their entries judge the DSN
+        from acta.provider import registry
+
+        dsn = RECIPES[name][4].format(host="127.0.0.1", port=1)
+        assert registry.for_target(dsn).name == name
 
 
 def test_the_session_root_is_shared_by_xdist_workers(tmp_path: Path) -> None:
