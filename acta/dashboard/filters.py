@@ -26,6 +26,8 @@ ALLOWED = (
     "tag",
     "correlation_key",
     "tenant",
+    "lane",
+    "error",
     "created_from",
     "created_to",
     "before",
@@ -41,6 +43,9 @@ class JobFilter:
     tag: str | None = None
     correlation_key: str | None = None
     tenant: str | None = None
+    lane: str | None = None
+    error: str | None = None
+    """Text any of the job's failure messages holds (case-insensitive)."""
     created_from: datetime | None = None
     created_to: datetime | None = None
     before: int | None = None
@@ -55,6 +60,8 @@ class JobFilter:
             "tag": self.tag,
             "correlation_key": self.correlation_key,
             "tenant": self.tenant,
+            "lane": self.lane,
+            "error": self.error,
             "created_from": self.created_from,
             "created_to": self.created_to,
             "before_id": self.before,
@@ -70,6 +77,8 @@ class JobFilter:
             "tag": self.tag,
             "correlation_key": self.correlation_key,
             "tenant": self.tenant,
+            "lane": self.lane,
+            "error": self.error,
             "created_from": None if self.created_from is None else self.created_from.isoformat(),
             "created_to": None if self.created_to is None else self.created_to.isoformat(),
             "before": self.before,
@@ -107,6 +116,8 @@ def parse(query: Mapping[str, str], keys: list[str]) -> JobFilter:
         tag=text("tag"),
         correlation_key=text("correlation_key"),
         tenant=_tenant(query.get("tenant")),
+        lane=text("lane"),
+        error=text("error"),
         created_from=_instant("created_from", text("created_from")),
         created_to=_instant("created_to", text("created_to")),
         before=_int("before", text("before"), 1, 2**63 - 1, None),

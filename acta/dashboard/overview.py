@@ -240,6 +240,8 @@ def schedule_row(s: ScheduleInfo) -> Data:
         "job_name": s.job_name,
         "name": s.name,
         "schedule": s.schedule.describe(),
+        # A cron's own zone (None for an interval): the page shows its firings there too.
+        "zone": s.schedule.zone if s.schedule.cron is not None else None,
         "overridden": s.overridden,
         "next_at": fact(s.next_at),
         "last_fired_at": fact(s.last_fired_at),

@@ -24,7 +24,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from acta.dashboard import body, bulk, filters
+from acta.dashboard import body, bulk, filters, timefmt
 from acta.dashboard.bulk import ScopeError
 from acta.dashboard.config import VERB_FAMILIES, Authorize, DashboardConfig, build_config
 from acta.dashboard.csrf import FIELD, HEADER, Csrf, CsrfError
@@ -240,7 +240,10 @@ class Dashboard:
     ) -> Response:
         base = request.scope.get("root_path") or ""
         session, new = self.csrf.session(request)
+        now = self.app.clock.now()
         context = {
+            "when": lambda value, zone=None: timefmt.when(value, now, zone),
+            "duration": timefmt.duration,
             "page": page,
             "base": base,
             "data": data,

@@ -43,6 +43,14 @@ def _decoded(code: int, body: bytes | None) -> str | None:
         return f"(cannot decode {len(body)} bytes with codec {code}: {exc})"
 
 
+def _first_line(text: str | None, limit: int = 160) -> str | None:
+    """A failure message for a list's cell: its first line, cut to ``limit`` characters."""
+    if not text:
+        return None
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 class Source:
     """The dashboard's reads for one application."""
 
@@ -79,6 +87,9 @@ class Source:
                     "created_at": fact(r["created_at"]),
                     "next_run_at": fact(r["next_run_at"]),
                     "updated_at": fact(r["updated_at"]),
+                    "finished_at": fact(r["finished_at"]),
+                    "lane": r["lane"],
+                    "last_error": _first_line(r["last_error"]),
                     "correlation_key": r["correlation_key"],
                     "tenant": r["tenant"],
                     "tags": r["tags"],

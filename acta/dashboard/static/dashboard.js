@@ -61,7 +61,31 @@
       .then(function () { window.setTimeout(function () { poll(every); }, every); });
   }
 
+  // Instants: the page shows "5 min ago" with the exact UTC instant as the title (what a
+  // browser without script shows on hover). Here the title gains the viewer's own time zone,
+  // and a schedule's own zone where the element names one.
+  function zoned(date, zone) {
+    var options = { year: "numeric", month: "short", day: "numeric", hour: "2-digit",
+      minute: "2-digit", second: "2-digit", timeZoneName: "short" };
+    if (zone) { options.timeZone = zone; }
+    try { return date.toLocaleString(undefined, options); } catch (e) { return null; }
+  }
+
+  function localTimes() {
+    Array.prototype.forEach.call(document.querySelectorAll("time[datetime]"), function (el) {
+      var date = new Date(el.getAttribute("datetime"));
+      if (isNaN(date.getTime()) || el.getAttribute("data-local")) { return; }
+      var lines = [zoned(date, null)];
+      var zone = el.getAttribute("data-zone");
+      if (zone) { lines.push(zoned(date, zone) + " (" + zone + ")"); }
+      lines.push(el.getAttribute("title") || "");
+      el.setAttribute("title", lines.filter(Boolean).join("\n"));
+      el.setAttribute("data-local", "1");
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    localTimes();
     var toggle = document.getElementById("theme-toggle");
     if (toggle) {
       toggle.addEventListener("click", function () {

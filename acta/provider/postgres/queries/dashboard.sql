@@ -127,6 +127,13 @@ LIMIT :limit;
 SELECT j.id AS job_id, j.job_ref, d.name AS job_name, r.status, r.attempts,
        COALESCE(r.max_attempts, ep.max_attempts) AS max_attempts, j.created_at, r.next_run_at,
        r.updated_at, j.correlation_key,
+       CASE WHEN r.status >= 100 THEN r.updated_at END AS finished_at,
+       (SELECT l.name FROM {schema}.lanes l WHERE l.id = r.lane_id) AS lane,
+       -- The last failure's message, as jobs_view reads it (failed or retried executions).
+       (SELECT le.message FROM {schema}.events le WHERE le.id = (
+           SELECT max(e.id) FROM {schema}.events e
+           WHERE e.job_id = j.id AND (e.code IN (21, 30) OR (e.code = 11 AND e.outcome IN (2, 3)))
+       )) AS last_error,
        (SELECT tn.tenant_key FROM {schema}.tenants tn WHERE tn.id = j.tenant_id) AS tenant,
        (SELECT string_agg(t.tag, chr(31) ORDER BY t.tag) FROM {schema}.job_tags t
         WHERE t.job_id = j.id) AS tags
@@ -144,6 +151,15 @@ WHERE j.namespace_id = (SELECT n.id FROM {schema}.namespaces n WHERE n.name = :n
       SELECT tn.id FROM {schema}.tenants tn WHERE tn.tenant_key = :tenant::text))
   AND (:created_from::timestamptz IS NULL OR j.created_at >= :created_from::timestamptz)
   AND (:created_to::timestamptz IS NULL OR j.created_at < :created_to::timestamptz)
+  AND (:lane::text IS NULL OR r.lane_id = (
+      SELECT l.id FROM {schema}.lanes l WHERE l.name = :lane::text
+        AND l.namespace_id = j.namespace_id))
+  -- Error text: a substring of any failure message of the job (walked newest first, bounded
+  -- by the page's LIMIT like every other filter here).
+  AND (:error::text IS NULL OR EXISTS (
+      SELECT 1 FROM {schema}.events e
+      WHERE e.job_id = j.id AND (e.code IN (21, 30) OR (e.code = 11 AND e.outcome IN (2, 3)))
+        AND e.message ILIKE '%' || :error::text || '%'))
   AND (:before_id::bigint IS NULL OR j.id < :before_id::bigint)
   AND (:include_system = 1 OR d.name NOT LIKE 'sys.%')
 ORDER BY j.id DESC
