@@ -14,6 +14,7 @@ import textwrap
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,6 +28,7 @@ APP = """\
 import asyncio
 import os
 from pathlib import Path
+from typing import Any
 
 from starlette.applications import Starlette
 
@@ -64,12 +66,17 @@ def site(tmp_path: Path) -> Iterator[tuple[Acta, Callable[..., subprocess.Popen[
         raise AssertionError("runs in uvicorn only")
 
     started: list[subprocess.Popen[bytes]] = []
+    logs: list[Any] = []
     env = {**os.environ, "LEDGER": str(ledger), "RELEASE": str(tmp_path / "release")}
     env.pop("ACTA_WORKER", None)
 
     def serve(*extra: str) -> subprocess.Popen[bytes]:
         command = [sys.executable, "-m", "uvicorn", "webapp:app", "--port", "0", *extra]
-        proc = subprocess.Popen(command, cwd=tmp_path, env=env, stderr=subprocess.PIPE)
+        # Its log goes to a file: a pipe nobody reads could fill and stall the server.
+        log = (tmp_path / f"uvicorn-{len(started)}.log").open("wb")
+        logs.append(log)
+        proc = subprocess.Popen(command, cwd=tmp_path, env=env, stderr=log, stdout=log)
+        proc.log = log.name  # type: ignore[attr-defined]
         started.append(proc)
         return proc
 
@@ -78,6 +85,8 @@ def site(tmp_path: Path) -> Iterator[tuple[Acta, Callable[..., subprocess.Popen[
         if proc.poll() is None:
             proc.kill()
         proc.wait(timeout=10)
+    for log in logs:
+        log.close()
     jobs.close()
 
 
@@ -92,7 +101,7 @@ def test_sigterm_hands_the_running_job_back_within_the_grace(site) -> None:  # t
     took = time.monotonic() - asked
     assert took <= GRACE + 1.0, f"uvicorn took {took:.2f} s to exit"
     # uvicorn re-raises the signal it caught once it has shut down (0 on older releases).
-    assert proc.returncode in (0, -signal.SIGTERM), proc.stderr.read().decode()  # type: ignore[union-attr]
+    assert proc.returncode in (0, -signal.SIGTERM), _log(proc)
     job = jobs.get(ref)
     assert job.status is JobStatus.READY
     assert [(e.code, e.reason) for e in jobs.events(ref)][-1] == (
@@ -135,6 +144,10 @@ def _until(
     deadline = time.monotonic() + timeout
     while not condition():
         if proc.poll() is not None:
-            raise AssertionError(f"uvicorn exited: {proc.stderr.read().decode()}")  # type: ignore[union-attr]
-        assert time.monotonic() < deadline, "not reached in time"
+            raise AssertionError(f"uvicorn exited: {_log(proc)}")
+        assert time.monotonic() < deadline, f"not reached in time; uvicorn said: {_log(proc)}"
         time.sleep(0.02)
+
+
+def _log(proc: subprocess.Popen[bytes]) -> str:
+    return Path(proc.log).read_text(errors="replace")  # type: ignore[attr-defined]
