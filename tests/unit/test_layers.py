@@ -34,6 +34,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "acta.clock",
             "acta.backoff",
             "acta.bell",
+            # The Redis bell: a wire acta.bell's ProcessBell rings (redis-py only when used).
+            "acta.redis_bell",
+            # Install hints ("pip install 'acta-jobs[extra]'") for errors at any layer.
+            "acta.about",
             "acta.context",
             "acta.sync_context",
             "acta.outcome",
