@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.db import connection, transaction
@@ -28,8 +29,11 @@ GRACE = 1.0
 
 
 @pytest.fixture
-def worker_process(backend: ActaBackend) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
+def worker_process(
+    backend: ActaBackend, tmp_path: Path
+) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
     started: list[subprocess.Popen[bytes]] = []
+    logs: list[Any] = []
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "project.settings",
@@ -38,7 +42,11 @@ def worker_process(backend: ActaBackend) -> Iterator[Callable[..., subprocess.Po
 
     def start(*args: str) -> subprocess.Popen[bytes]:
         command = [sys.executable, "manage.py", "acta", "worker", *args]
-        proc = subprocess.Popen(command, cwd=PROJECT, env=env, stderr=subprocess.PIPE)
+        # Its log goes to a file: a pipe nobody reads could fill and stall the worker.
+        log = (tmp_path / f"worker-{len(started)}.log").open("wb")
+        logs.append(log)
+        proc = subprocess.Popen(command, cwd=PROJECT, env=env, stdout=log, stderr=log)
+        proc.log = log.name  # type: ignore[attr-defined]
         started.append(proc)
         return proc
 
@@ -47,6 +55,8 @@ def worker_process(backend: ActaBackend) -> Iterator[Callable[..., subprocess.Po
         if proc.poll() is None:
             proc.kill()
         proc.wait(timeout=10)
+    for log in logs:
+        log.close()
 
 
 def test_sigterm_hands_the_running_task_back_within_the_grace(
@@ -60,7 +70,7 @@ def test_sigterm_hands_the_running_task_back_within_the_grace(
     proc.wait(timeout=GRACE + 10)
     took = time.monotonic() - asked
     assert took <= GRACE + 1.0, f"the worker took {took:.2f} s to exit"
-    assert proc.returncode == 0, proc.stderr.read().decode()  # type: ignore[union-attr]
+    assert proc.returncode == 0, _log(proc)
     app = backend.app_for("default")
     assert [(e.code, e.reason) for e in app.events(result.id)][-1] == (
         EventCode.HANDED_BACK,
@@ -120,6 +130,10 @@ def _until(
     deadline = time.monotonic() + timeout
     while not condition():
         if proc.poll() is not None:
-            raise AssertionError(f"the worker exited: {proc.stderr.read().decode()}")  # type: ignore[union-attr]
-        assert time.monotonic() < deadline, "not reached in time"
+            raise AssertionError(f"the worker exited: {_log(proc)}")
+        assert time.monotonic() < deadline, f"not reached in time; the worker said: {_log(proc)}"
         time.sleep(0.02)
+
+
+def _log(proc: subprocess.Popen[bytes]) -> str:
+    return Path(proc.log).read_text(errors="replace")  # type: ignore[attr-defined]
