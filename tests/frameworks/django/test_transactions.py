@@ -98,3 +98,12 @@ def test_a_committed_order_runs_once_its_row_is_visible(backend: ActaBackend, dr
     assert drain("default") == 1
     assert Order.objects.get(number=11).handled
     assert handle_order.get_result(result.id).return_value == 11
+
+
+async def test_aenqueue_from_async_code(backend: ActaBackend) -> None:
+    from asgiref.sync import sync_to_async
+
+    result = await handle_order.aenqueue(12)
+    assert await sync_to_async(exists)(result.id)
+    fresh = await handle_order.aget_result(result.id)
+    assert fresh.args == [12]
