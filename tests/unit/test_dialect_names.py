@@ -106,10 +106,10 @@ ALLOWED: dict[str, tuple[frozenset[str], str]] = {
         "(follow-up: plant through the provider's TestSupport operator)",
     ),
     "noxfile.py": (
-        frozenset({"sqlite", "postgres", "sqlserver", "psycopg", "asyncpg"}),
+        frozenset({"sqlite", "postgres", "mariadb", "sqlserver", "psycopg", "asyncpg"}),
         "the conformance session's provider list (the nox line docs/internals/providers.md "
-        "names), the SQLite-only conformance_matrix, and the PostgreSQL benchmark sessions' "
-        "installs (psycopg[binary], pgqueuer[asyncpg])",
+        "names), the SQLite-only conformance_matrix, the PostgreSQL benchmark sessions' "
+        "installs (psycopg[binary], pgqueuer[asyncpg]), and the mariadb extra in TEST_EXTRAS",
     ),
 }
 
