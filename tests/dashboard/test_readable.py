@@ -110,3 +110,16 @@ def test_a_job_page_times_are_time_elements(
 ) -> None:
     page = dashboard().get(f"/jobs/{mixed.waiting}").text
     assert page.count('<time datetime="') >= 3  # created, next run, and each event
+
+
+def test_the_timeline_shows_each_executions_traceback_once(
+    acta_app: Acta, populated: Ledger, dashboard: Callable[..., TestClient]
+) -> None:
+    page = dashboard().get(f"/jobs/{populated.failed}").text
+    timeline = page.split('data-testid="timeline"')[1]
+    events = acta_app.events(populated.failed)
+    details = [e for e in events if "Traceback" in (e.message or "") + (e.detail or "")]
+    executions = {e.execution for e in details}
+    assert len(details) > len(executions)  # the ledger repeats it on several events...
+    assert timeline.count("Traceback (most recent call last)") == len(executions)  # ...not the page
+    assert 'data-testid="event-detail-above"' in timeline
