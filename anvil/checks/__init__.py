@@ -20,6 +20,8 @@ of a step body leaves a row (``anvil.checks.witness``); they are listed apart, i
   recorded, and ran exactly once in the execution that recorded it;
 - ``durable_amo_once``: an at-most-once step's body ran at most once, ever, and only in the
   execution that recorded its intent.
+- ``locks_exclusive``: no two runs were inside one ``ctx.lock`` section at once, unless the
+  earlier one had lost its lease (the section's enter and exit leave witness rows).
 
 Three judge recurring schedules (``SCHEDULES``), from the slots' fired events; the third also
 reads the witness table, where each run of a scheduled handler leaves a row under its instant:
@@ -87,7 +89,7 @@ from acta.provider.statements import convert_params, replace_schema
 
 FOLDER = Path(__file__).parent
 CHECKS = ("lanes_overlap", "lanes_order", "concurrency_limit", "rate_envelope")
-WITNESSED = ("durable_steps_once", "durable_amo_once")
+WITNESSED = ("durable_steps_once", "durable_amo_once", "locks_exclusive")
 SCHEDULES = ("schedule_fired_once", "schedule_no_gap", "schedule_witness_once")
 WAITS = ("sleep_honoured", "signal_received_once", "children_settled")
 OUTBOX = ("outbox_delivered_once",)
