@@ -15,21 +15,26 @@ atomic), the first process starts the server and publishes its DSN in a file, th
 for it with a bound. ``start_container`` runs the image through testcontainers (the
 ``containers`` extra) and is only exercised where Docker exists.
 
-Not wired into acta_testing/plugin.py yet (the plugin's owner does that): the plugin would call
-``decide`` where it resolves ``--acta-dsn``, and on ``container`` call ``shared_server`` with
-``session_root(basetemp, worker)`` and ``start_container``, stopping what it started at the end
-of the session.
+Not wired into acta_testing/plugin.py yet (the plugin's owner does that): ``session_database``
+is the one call it needs, where it resolves ``--acta-dsn`` today, and the finisher it returns
+runs at the end of the session (``leave``: the starter waits for the other users, then stops
+the server).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from acta.provider.registry import ProviderEntry
 
 # The image each server provider's throwaway database runs, and how its DSN is written.
 IMAGES = {
@@ -86,7 +91,7 @@ def decide(
     return Decision(
         "refuse",
         message=(
-            f"{title} was not run: no database given{tried} and no Docker engine answers "
+            f"no database given{tried} and no Docker engine answers "
             f"({why}). Either give a test database with --acta-dsn or ${dsn_env}, or start a "
             f"Docker engine (with the containers extra: pip install 'acta-jobs[containers]') "
             f"so the tests run a throwaway {image}"
@@ -122,6 +127,52 @@ class Started:
     stop: Callable[[], None]
 
 
+def session_database(
+    entry: ProviderEntry,
+    given: str | None,
+    basetemp: Path,
+    xdist_worker: str | None,
+    *,
+    default_answers: Callable[[str], bool] | None = None,
+    docker: Callable[[], str | None] = docker_unreachable,
+    start: Callable[[str], Started] | None = None,
+    say: Callable[[str], None] | None = None,
+) -> tuple[str, Callable[[], None]]:
+    """The one call the plugin makes: the DSN this session's tests of ``entry`` use (``given``
+    is ``--acta-dsn``), and what to call at the end of the session. ProviderUnavailable, the
+    plugin's skip (a failure under CI=true), when there is none, naming both ways out. ``say``
+    is told which database it is (stderr by default)."""
+    from acta.provider.servers import unavailable
+    from acta.provider.testing import ProviderUnavailable
+
+    def answers(dsn: str) -> bool:
+        return unavailable(entry, dsn) == ""
+
+    decision = decide(
+        entry.name,
+        entry.title,
+        entry.dsn_env,
+        given,
+        os.environ,
+        entry.test_dsn,
+        default_answers or answers,
+        docker,
+    )
+    if decision.kind == "refuse":
+        raise ProviderUnavailable(decision.message)
+    if decision.kind == "dsn":
+        return decision.dsn, lambda: None
+    root, member = session_root(basetemp, xdist_worker), xdist_worker or "main"
+    run = start or start_container
+    dsn, started = shared_server(entry.name, root, lambda: run(entry.name), member=member)
+    (say or _stderr)(decision.message)
+    return dsn, lambda: leave(entry.name, root, started, member=member)
+
+
+def _stderr(text: str) -> None:
+    sys.stderr.write(f"acta: {text}\n")
+
+
 def session_root(basetemp: Path, xdist_worker: str | None) -> Path:
     """The folder every process of one test session shares: the basetemp itself, or its
     parent under pytest-xdist (each worker's basetemp is ``<root>/popen-gwN``)."""
@@ -133,20 +184,25 @@ def shared_server(
     root: Path,
     start: Callable[[], Started],
     *,
+    member: str = "main",
     timeout: float = START_TIMEOUT,
     pause: Callable[[float], None] = time.sleep,
 ) -> tuple[str, Started | None]:
     """The DSN of the session's ``name`` server, starting it if this process is the first to
-    ask: ``(dsn, started)`` where ``started`` is set only in the process that started it (it
-    stops it at the end of the session). Others wait up to ``timeout`` seconds, polling the
-    DSN file; a start that failed elsewhere is reported here too (RuntimeError)."""
+    ask: ``(dsn, started)`` where ``started`` is set only in the process that started it.
+    Others wait up to ``timeout`` seconds, polling the DSN file; a start that failed elsewhere
+    is reported here too (RuntimeError). Each caller (``member``: its xdist worker id) counts
+    as a user until it calls ``leave``."""
     folder = root / FOLDER / name
     folder.parent.mkdir(parents=True, exist_ok=True)
     answer = folder / "server.json"
     try:
         folder.mkdir()
     except FileExistsError:
-        return _wait_for(answer, name, timeout, pause), None
+        dsn = _wait_for(answer, name, timeout, pause)
+        _join(folder, member)
+        return dsn, None
+    _join(folder, member)
     try:
         started = start()
     except Exception as exc:
@@ -154,6 +210,34 @@ def shared_server(
         raise
     _publish(answer, {"dsn": started.dsn})
     return started.dsn, started
+
+
+def leave(
+    name: str,
+    root: Path,
+    started: Started | None,
+    *,
+    member: str = "main",
+    timeout: float = START_TIMEOUT,
+    pause: Callable[[float], None] = time.sleep,
+) -> None:
+    """End ``member``'s use of the session's server. The process that started it waits (up to
+    ``timeout`` seconds) for the other users to leave, marks it stopped, then stops it."""
+    folder = root / FOLDER / name
+    (folder / "users" / member).unlink(missing_ok=True)
+    if started is None:
+        return
+    waited = 0.0
+    while any((folder / "users").iterdir()) and waited < timeout:
+        pause(0.1)
+        waited += 0.1
+    _publish(folder / "server.json", {"stopped": "its session ended"})
+    started.stop()
+
+
+def _join(folder: Path, member: str) -> None:
+    (folder / "users").mkdir(exist_ok=True)
+    (folder / "users" / member).touch()
 
 
 def _publish(path: Path, value: dict[str, str]) -> None:
@@ -170,6 +254,8 @@ def _wait_for(path: Path, name: str, timeout: float, pause: Callable[[float], No
         pause(0.1)
         waited += 0.1
     found = json.loads(path.read_text())
+    if "stopped" in found:
+        raise RuntimeError(f"the {name} test container was already stopped: {found['stopped']}")
     if "error" in found:
         raise RuntimeError(f"the {name} test container failed to start: {found['error']}")
     return str(found["dsn"])

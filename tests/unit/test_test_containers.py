@@ -20,6 +20,8 @@ from acta_testing.containers import (
     Started,
     decide,
     docker_unreachable,
+    leave,
+    session_database,
     session_root,
     shared_server,
     start_container,
@@ -72,7 +74,7 @@ def test_docker_starts_a_container_when_nothing_else_answers() -> None:
 def test_without_docker_the_refusal_names_both_ways_out() -> None:
     found = _decide(answers=False, docker="Error while fetching server API version")
     assert found.kind == "refuse"
-    assert found.message.startswith("PostgreSQL was not run: no database given")
+    assert found.message.startswith("no database given (postgresql://postgres@127.0.0.1")
     assert "--acta-dsn or $ACTA_TEST_DSN" in found.message  # way out one: a DSN
     assert "start a Docker engine" in found.message  # way out two: Docker
     assert "Error while fetching server API version" in found.message  # and why Docker is not
@@ -170,3 +172,57 @@ def test_the_container_starts_where_docker_answers() -> None:
         assert started.dsn.startswith("postgresql://postgres:acta@")
     finally:
         started.stop()
+
+
+def test_the_starter_stops_the_server_once_every_user_left(tmp_path: Path) -> None:
+    stopped: list[str] = []
+    started = Started("postgresql://shared/db", lambda: stopped.append("stop"))
+    dsn, mine = shared_server("postgres", tmp_path, lambda: started, member="gw0")
+    assert mine is started
+    assert shared_server("postgres", tmp_path, pytest.fail, member="gw1") == (dsn, None)
+    waited: list[float] = []
+
+    def gw1_leaves_while_gw0_waits(seconds: float) -> None:
+        waited.append(seconds)
+        leave("postgres", tmp_path, None, member="gw1")
+
+    leave("postgres", tmp_path, mine, member="gw0", pause=gw1_leaves_while_gw0_waits)
+    assert waited == [0.1] and stopped == ["stop"]  # it waited for gw1, then stopped
+    with pytest.raises(RuntimeError, match="already stopped"):
+        shared_server("postgres", tmp_path, pytest.fail, member="gw2")  # a late asker
+
+
+def test_session_database_follows_the_decision(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from acta.provider import registry
+    from acta.provider.testing import ProviderUnavailable
+
+    postgres = registry.entry("postgres")
+    monkeypatch.delenv(postgres.dsn_env, raising=False)
+    dsn, finish = session_database(postgres, "postgresql://given/db", tmp_path, None)
+    assert dsn == "postgresql://given/db"
+    finish()
+    with pytest.raises(ProviderUnavailable, match="Either give a test database with --acta-dsn"):
+        session_database(
+            postgres, None, tmp_path, None, default_answers=lambda d: False, docker=lambda: "no"
+        )
+    said: list[str] = []
+    stops: list[int] = []
+    dsn, finish = session_database(
+        postgres,
+        None,
+        tmp_path / "popen-gw0",
+        "gw0",
+        default_answers=lambda dsn: False,
+        docker=lambda: None,
+        start=lambda name: Started(f"postgresql://{name}-container/test", lambda: stops.append(1)),
+        say=said.append,
+    )
+    assert dsn == "postgresql://postgres-container/test"
+    assert said == [
+        "PostgreSQL in a throwaway Docker container (postgres:15-alpine), one for this session"
+    ]
+    assert (tmp_path / "acta-containers" / "postgres" / "users" / "gw0").exists()
+    finish()
+    assert stops == [1]
