@@ -75,3 +75,14 @@ def step_write(steps: Steps, op: Op) -> Calls:
 
 
 PROGRAMS["step_write"] = step_write
+
+
+def lock_take(steps: Steps, op: Op) -> Calls:
+    """Take a lock: insert a new key, or take over the row lock_of read (ON CONFLICT ...
+    DO UPDATE ... WHERE elsewhere); the number of rows written."""
+    params = cast(Mapping[str, Any], op.params)
+    step = "insert" if params["prev_job_id"] is None else "update"
+    return (yield from steps.run(step, params, "rowcount"))
+
+
+PROGRAMS["lock_take"] = lock_take

@@ -143,6 +143,13 @@ LIMIT :limit;
 SELECT j.id AS job_id, j.job_ref, d.name AS job_name, r.status, r.attempts,
        COALESCE(r.max_attempts, ep.max_attempts) AS max_attempts, j.created_at, r.next_run_at,
        r.updated_at, j.correlation_key,
+       CASE WHEN r.status >= 100 THEN r.updated_at END AS finished_at,
+       (SELECT l.name FROM {schema}.lanes l WHERE l.id = r.lane_id) AS lane,
+       -- The last failure's message, as jobs_view reads it (failed or retried executions).
+       (SELECT le.message FROM {schema}.events le WHERE le.id = (
+           SELECT max(e.id) FROM {schema}.events e
+           WHERE e.job_id = j.id AND (e.code IN (21, 30) OR (e.code = 11 AND e.outcome IN (2, 3)))
+       )) AS last_error,
        (SELECT tn.tenant_key FROM {schema}.tenants tn WHERE tn.id = j.tenant_id) AS tenant,
        (SELECT GROUP_CONCAT(t.tag ORDER BY t.tag SEPARATOR X'1F') FROM {schema}.job_tags t
         WHERE t.job_id = j.id) AS tags
@@ -160,6 +167,15 @@ WHERE j.namespace_id = (SELECT n.id FROM {schema}.namespaces n WHERE n.name = :n
       SELECT tn.id FROM {schema}.tenants tn WHERE tn.tenant_key = :tenant))
   AND (:created_from IS NULL OR j.created_at >= :created_from)
   AND (:created_to IS NULL OR j.created_at < :created_to)
+  AND (:lane IS NULL OR r.lane_id = (
+      SELECT l.id FROM {schema}.lanes l WHERE l.name = :lane
+        AND l.namespace_id = j.namespace_id))
+  -- Error text: a substring of any failure message of the job (walked newest first, bounded
+  -- by the page's LIMIT like every other filter here).
+  AND (:error IS NULL OR EXISTS (
+      SELECT 1 FROM {schema}.events e
+      WHERE e.job_id = j.id AND (e.code IN (21, 30) OR (e.code = 11 AND e.outcome IN (2, 3)))
+        AND e.message LIKE '%' || :error || '%'))
   AND (:before_id IS NULL OR j.id < :before_id)
   AND (:include_system = 1 OR d.name NOT LIKE 'sys.%')
 ORDER BY j.id DESC
