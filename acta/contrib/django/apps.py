@@ -11,6 +11,10 @@ class ActaConfig(AppConfig):
     verbose_name = "acta jobs"
 
     def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
         from acta.contrib.django import checks
+        from acta.contrib.django.schema import after_migrate
 
         checks.register()
+        post_migrate.connect(after_migrate, sender=self, dispatch_uid="acta.ledger")

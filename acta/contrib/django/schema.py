@@ -22,14 +22,25 @@ def ledger_schemas() -> dict[str, str]:
 
 def apply_ledger(apps: Any, schema_editor: Any) -> None:
     """Bring the ledger of this migration's database up to date with acta's migrator."""
+    migrate_ledger(schema_editor.connection.alias)
+
+
+def after_migrate(sender: Any, using: str = "default", **kwargs: Any) -> None:
+    """``post_migrate``: every ``manage.py migrate`` brings the ledger up to date, so a new
+    acta release's ledger migrations need no Django migration of their own."""
+    if getattr(sender, "label", None) == "acta":
+        migrate_ledger(using)
+
+
+def migrate_ledger(alias: str) -> list[str]:
+    """Apply acta's pending ledger migrations to ``alias`` if it holds a ledger."""
     from acta.contrib.django.ledger import database_url
 
-    alias = schema_editor.connection.alias
     schema = ledger_schemas().get(alias)
     if schema is None:
-        return  # this database holds no ledger
+        return []  # this database holds no ledger
     provider = open_provider(database_url(alias), schema=schema)
     try:
-        provider.migrate()
+        return provider.migrate()
     finally:
         provider.close()

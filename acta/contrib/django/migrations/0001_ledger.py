@@ -1,11 +1,12 @@
 """The ledger, applied by acta's own migrator to the database ``migrate`` runs on.
 
-One Django migration per acta schema release, not per ledger migration: acta's dialects
-number their migrations differently (SQLite and PostgreSQL do not have the same count), and
-acta's migrator keeps its own version table, plans only what is missing and is forward-only.
-Each Django migration names the last ledger migration of each dialect it brings
-(``LEDGER``); tests/frameworks/django/test_migrations.py fails when acta ships a ledger
-migration no Django migration brings yet, naming the file to add.
+Not one Django migration per ledger migration: acta's dialects number theirs differently
+(SQLite and PostgreSQL do not have the same count), and acta's migrator keeps its own version
+table, plans only what is missing and is forward-only, so two bookkeepings would only
+disagree. This migration creates the ledger; afterwards every ``manage.py migrate`` applies
+whatever a newer acta brings (``post_migrate``, acta.contrib.django.schema.after_migrate), with
+no Django migration to add per acta release. ``LEDGER`` names the heads this file was written
+against, for reference.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Brings the ledger's deduplication modes (sqlite 0017, postgres 0020) through ``migrate``:
-acta's migrator applies whatever is missing (see 0001_ledger for why one Django migration
-stands for each acta schema release)."""
+"""Brings the ledger's deduplication modes (sqlite 0017, postgres 0020) through ``migrate``
+(written before ``post_migrate`` applied every new ledger migration; kept, since projects may
+have recorded it)."""
 
 from __future__ import annotations
 
