@@ -10,6 +10,7 @@ autocommit PyMySQL connection per session; each statement names its test's datab
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
 import threading
 from collections.abc import Iterator
@@ -29,11 +30,13 @@ class MariadbUnavailable(ProviderUnavailable):
 
 
 def test_dsn(dsn: str) -> str:
-    """``dsn`` when it is a MariaDB URL, else the local default (the plugin's default DSN is
-    PostgreSQL's)."""
+    """``dsn`` when it is a MariaDB URL, else ``$ACTA_TEST_MARIADB_DSN`` or the local default
+    (a plugin that passes one DSN to every server provider passes PostgreSQL's)."""
     from acta.provider.mariadb.connect import SCHEMES
 
-    return dsn if dsn.startswith(SCHEMES) else DEFAULT_DSN
+    if dsn.startswith(SCHEMES):
+        return dsn
+    return os.environ.get("ACTA_TEST_MARIADB_DSN") or DEFAULT_DSN
 
 
 def _connect(dsn: str) -> Any:
