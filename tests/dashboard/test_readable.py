@@ -123,3 +123,14 @@ def test_the_timeline_shows_each_executions_traceback_once(
     assert len(details) > len(executions)  # the ledger repeats it on several events...
     assert timeline.count("Traceback (most recent call last)") == len(executions)  # ...not the page
     assert 'data-testid="event-detail-above"' in timeline
+
+
+def test_the_overview_chart_has_axes_units_and_a_legend(
+    populated: Ledger, dashboard: Callable[..., TestClient]
+) -> None:
+    page = dashboard().get("/").text
+    chart = page.split('data-testid="chart"')[1].split("</svg>")[0]
+    assert 'aria-labelledby="chart-title chart-desc"' in chart
+    assert "jobs per minute" in chart and "succeeded" in chart and "failed" in chart
+    assert 'data-testid="chart-y-axis"' in chart and 'data-testid="chart-x-axis"' in chart
+    assert "60 min ago" in chart and ">now<" in chart
