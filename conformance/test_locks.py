@@ -22,6 +22,7 @@ from acta import (
     SyncJobContext,
     ValidationError,
 )
+from acta.ops.explanation import Explanation, Verdict
 from acta_testing import Host
 
 if TYPE_CHECKING:
@@ -226,6 +227,24 @@ def test_a_fenced_zombie_neither_keeps_nor_releases_the_lock(
     # The lock is the taker's, still held (its worker died, its lease has not lapsed yet).
     assert holders(ledger) == [("account-acme", str(taker), 1)]
     assert "write-fenced" in acta_host.event_names(zombie_job)
+
+
+def test_explain_names_the_locks_a_running_job_holds(acta_app: Acta, acta_host: Host) -> None:
+    seen: list[Explanation] = []
+
+    @acta_app.job("post-ledger")
+    def post(ctx: SyncJobContext) -> None:
+        seen.append(acta_app.ops.explain(ctx.job))  # from inside the run, before the lock
+        with ctx.lock("account-acme"), ctx.lock("account-initech"):
+            seen.append(acta_app.ops.explain(ctx.job))
+
+    post.enqueue()
+    assert acta_host.tick() == "completed"
+    before, during = seen
+    assert (before.verdict, during.verdict) == (Verdict.EXECUTING, Verdict.EXECUTING)
+    assert before.facts["locks_held"] == []
+    assert during.facts["locks_held"] == ["account-acme", "account-initech"]
+    assert "holds the locks 'account-acme', 'account-initech'" in during.summary
 
 
 @pytest.mark.parametrize(

@@ -75,6 +75,8 @@ class Evidence:
     """Claimable jobs before this one in claim order (read only when it is due)."""
     wait: Wait | None = None
     gates: tuple[Gate, ...] = field(default=())
+    locks: tuple[str, ...] = field(default=())
+    """The ``ctx.lock`` keys a running job holds under its current lease."""
 
     # -- the job row, typed ------------------------------------------------------------------
 
@@ -187,6 +189,12 @@ def gather(job_ref: str, namespace: str, now: datetime | None) -> Verb[Evidence 
             )
             for r in rows
         )
+    locks: tuple[str, ...] = ()
+    if status is JobStatus.EXECUTING:
+        held = yield fetch_all(
+            "explain_locks", {"job_id": job["job_id"], "epoch": job["lease_epoch"]}
+        )
+        locks = tuple(str(r["name"]) for r in held)
     return Evidence(
         job=job,
         now=clock,
@@ -204,4 +212,5 @@ def gather(job_ref: str, namespace: str, now: datetime | None) -> Verb[Evidence 
         ahead=ahead,
         wait=wait,
         gates=gates,
+        locks=locks,
     )

@@ -42,6 +42,7 @@ def leased(evidence: Evidence) -> Explanation:
         "execution": job["executions"] if running else None,
         "attempt": job["attempts"] + 1,
         "cancel_requested": cancel,
+        "locks_held": list(evidence.locks) if running else None,
     }
     lapsed = expires is None or expires < now
     if worker_status is not WorkerStatus.ACTIVE or lapsed:
@@ -74,6 +75,9 @@ def leased(evidence: Evidence) -> Explanation:
     doing = "its handler runs" if running else "it is claimed and its handler is about to start"
     verdict = Verdict.EXECUTING if running else Verdict.DISPATCHED
     asked = " An operator asked to cancel it: it is cancelled when this run ends." if cancel else ""
+    if evidence.locks:
+        keys = ", ".join(repr(key) for key in evidence.locks)
+        asked += f" It holds the lock{'s' if len(evidence.locks) > 1 else ''} {keys}."
     return explained(
         evidence,
         verdict,
