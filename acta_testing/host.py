@@ -4,20 +4,20 @@
 ``tick()`` (one claim plus one handler run), ``advance(duration)`` (moves time, heartbeating
 the live workers at each interval it crosses), ``run_until_idle()`` (ticks, and jumps the clock
 to the next due instant whenever nothing is claimable), extra peer workers, and ``kill``/
-``pause``/``resume`` to test lease recovery without real waiting. ``Host`` is the sync twin: it
-runs the async host on a private event-loop thread, so a sync handler can call back into the
-host (kill its own worker, advance time) while its tick is in flight.
+``pause``/``resume`` to test lease recovery without real waiting. ``run(ref)`` runs one chosen
+job; schedules and periodic system jobs stay idle unless turned on (acta_testing.muting).
+``Host`` is the sync twin: it runs the async host on an event-loop thread of its own while it
+lives (acta_testing.portal), so a sync handler can call back into the host (kill its own
+worker, advance time) while its tick is in flight.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import threading
-from collections.abc import Callable, Coroutine
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any, ClassVar, TypeVar
+from typing import Any
 
 from acta.app import Acta
 from acta.clock import ManualClock
@@ -31,8 +31,9 @@ from acta.runtime.system_jobs import RECOVERY_JOB, SYSTEM_JOBS
 from acta.runtime.worker import Worker
 from acta_testing.isolation import marked_for_schedules
 from acta_testing.muting import Skipping, due_by_hand, muted_ids, muted_names
+from acta_testing.portal import HostError as HostError
+from acta_testing.portal import Portal
 
-T = TypeVar("T")
 DEFAULT_MAX_TICKS = 10_000
 SYSTEM_RUNS_PER_TICK = 100
 
@@ -57,10 +58,6 @@ class TickOutcome(StrEnum):
     KILLED = "killed"
     LEFT_LEASED = "left-leased"
     """Shutdown could not hand the job back: its sync handler's thread was still running."""
-
-
-class HostError(AssertionError):
-    """The host could not do what the test asked (stuck work, too many ticks)."""
 
 
 class IdleRuns(int):
@@ -360,53 +357,6 @@ def _live(worker: Worker, *, paused_too: bool = False) -> bool:
     return not worker.killed and worker.claiming and (paused_too or not worker.paused)
 
 
-class Portal:
-    """An event loop on its own thread, so sync code can call async code and be called back.
-
-    ``Portal.take()`` hands out one kept from an earlier host, and ``give_back`` keeps it for
-    the next (its tasks finished first): a test session starts one thread, not one per test,
-    and a session provider's async pool, which belongs to the loop, stays open with it."""
-
-    _free: ClassVar[list[Portal]] = []
-    _free_lock = threading.Lock()
-
-    @classmethod
-    def take(cls) -> Portal:
-        with cls._free_lock:
-            return cls._free.pop() if cls._free else cls()
-
-    def give_back(self) -> None:
-        # The host's leftover tasks go; a provider's (an async pool's guard) stay with the loop.
-        asyncio.run_coroutine_threadsafe(_settle_tasks(keep=_provider_task), self.loop).result()
-        with self._free_lock:
-            self._free.append(self)
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(
-            target=self.loop.run_forever, name="acta-test-host", daemon=True
-        )
-        self.thread.start()
-
-    def call(self, coro: Coroutine[Any, Any, T]) -> T:
-        if threading.current_thread() is self.thread:
-            coro.close()
-            raise HostError(
-                "the sync test host was called from an async handler; use the async host "
-                "(acta_async_host) when handlers are async and call back into the host"
-            )
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
-
-    def close(self) -> None:
-        # Tasks still on the loop (a sleeper's waiters a shutdown cancelled, say) get to finish
-        # their cancellation first: a loop closed under a pending task logs "Task was
-        # destroyed but it is pending!" when the task is collected.
-        asyncio.run_coroutine_threadsafe(_settle_tasks(), self.loop).result()
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join()
-        self.loop.close()
-
-
 class Host:
     """The sync test host: the same operations as AsyncHost, as plain calls."""
 
@@ -488,27 +438,6 @@ class Host:
         # A session provider's pools stay open on the kept loop for the schema's next test.
         self._portal.call(self._host.aclose(keep_pools=kept_for_session(self.provider)))
         self._portal.give_back()
-
-
-def _provider_task(task: asyncio.Task[Any]) -> bool:
-    """Whether ``task`` runs a provider's code (a pool's own task, which lives with its loop)."""
-    code = getattr(task.get_coro(), "cr_code", None)
-    return code is not None and "/acta/provider/" in code.co_filename.replace("\\", "/")
-
-
-async def _settle_tasks(keep: Callable[[asyncio.Task[Any]], bool] = lambda t: False) -> None:
-    """Cancel every other task on the running loop (but those ``keep`` spares) and wait until
-    each has finished."""
-    for _ in range(10):  # a cancelled task may start another on its way out
-        current = asyncio.current_task()
-        others = [
-            t for t in asyncio.all_tasks() if t is not current and not t.done() and not keep(t)
-        ]
-        if not others:
-            return
-        for task in others:
-            task.cancel()
-        await asyncio.gather(*others, return_exceptions=True)
 
 
 async def _make(
