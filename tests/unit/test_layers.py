@@ -40,6 +40,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "acta.about",
             "acta.context",
             "acta.sync_context",
+            "acta.lock_context",
             "acta.outcome",
             "acta.model",
             "acta.model.",
