@@ -10,16 +10,14 @@ the way a broken lock would let two live runs in, make it return exactly the ove
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
-from planting import witness_planter
+from planting import witness_planter, write_witness
 
 from acta import Acta, LeaseLostError, SyncJobContext
 from acta.provider.protocol import Provider
-from acta.provider.testing import LedgerLocation
 from acta_testing import Host
 from anvil.checks import describe
 from anvil.checks import witness as witnesses
@@ -42,23 +40,6 @@ def direct(acta_provider: Provider) -> Iterator[Planter]:
         yield found
 
 
-def _witness(location: LedgerLocation, ref: str, step: str, execution: int) -> None:
-    """One witness row, on a connection of its own, committed (what a handler does)."""
-    row = {"job_ref": ref, "step": step, "execution": execution, "pid": 1, "token": step}
-    sql = witnesses.prepare_insert(location.dialect, location.schema)
-    if location.dialect == "sqlite":
-        lite = sqlite3.connect(str(location.path), isolation_level=None, timeout=10)
-        try:
-            lite.execute(sql, row)
-        finally:
-            lite.close()
-    else:
-        import psycopg
-
-        with psycopg.connect(str(location.dsn), autocommit=True) as conn:
-            conn.execute(sql, row)
-
-
 def _found(direct: Planter) -> list[tuple[str, str, str, str]]:
     return [
         (row["lock_key"], row["earlier_ref"], row["later_ref"], row["problem"])
@@ -77,7 +58,7 @@ def test_a_run_with_a_dead_holder_and_a_zombie_passes(
     def settle(label: str, ctx: SyncJobContext) -> None:
         ref, run = str(ctx.job), ctx.execution
         with ctx.lock(KEY, timeout=0):
-            _witness(location, ref, f"lock-enter:{KEY}", run)
+            write_witness(location, ref, f"lock-enter:{KEY}", run)
             try:
                 if label == "dies" and run == 1:
                     acta_host.kill(doomed)  # dies inside: no exit row, ever
@@ -89,7 +70,7 @@ def test_a_run_with_a_dead_holder_and_a_zombie_passes(
                     acta_host.resume(zombie)
             finally:
                 if not (label == "dies" and run == 1):
-                    _witness(location, ref, f"lock-exit:{KEY}", run)
+                    write_witness(location, ref, f"lock-exit:{KEY}", run)
 
     settle.enqueue("plain")
     assert acta_host.tick() == "completed"
@@ -109,13 +90,13 @@ def test_a_run_with_a_dead_holder_and_a_zombie_passes(
 
 def test_two_live_runs_inside_one_lock_are_caught(direct: Planter) -> None:
     location = direct.location
-    _witness(location, "job-a", f"lock-enter:{KEY}", 1)
-    _witness(location, "job-b", f"lock-enter:{KEY}", 1)  # a is still inside
-    _witness(location, "job-a", f"lock-exit:{KEY}", 1)
-    _witness(location, "job-b", f"lock-exit:{KEY}", 1)
-    _witness(location, "job-c", "lock-enter:other-key", 1)  # another key: no conflict
-    _witness(location, "job-d", f"lock-enter:{KEY}", 1)  # after both left: fine
-    _witness(location, "job-e", f"lock-enter:{KEY}", 2)  # d never left, and kept its lease
+    write_witness(location, "job-a", f"lock-enter:{KEY}", 1)
+    write_witness(location, "job-b", f"lock-enter:{KEY}", 1)  # a is still inside
+    write_witness(location, "job-a", f"lock-exit:{KEY}", 1)
+    write_witness(location, "job-b", f"lock-exit:{KEY}", 1)
+    write_witness(location, "job-c", "lock-enter:other-key", 1)  # another key: no conflict
+    write_witness(location, "job-d", f"lock-enter:{KEY}", 1)  # after both left: fine
+    write_witness(location, "job-e", f"lock-enter:{KEY}", 2)  # d never left, and kept its lease
     assert _found(direct) == [
         (KEY, "job-a", "job-b", "entered before the holder left"),
         (KEY, "job-d", "job-e", "entered while a live holder never left"),
