@@ -209,7 +209,9 @@ def test_ring_wakes_an_idle_worker_in_another_process(tmp_path: Path, local_redi
     channel = f"acta:bell:acta:{app.namespace}"
     # Another test's worker may listen on the same channel: count this one in.
     before = _subscribers(local_redis, channel)
+    warm = app.enqueue("touch", 0)  # the worker's first claims take it: idle after that
     with _worker(tmp_path, local_redis):
+        assert app.wait(warm, timeout=30) == 0
         _until(lambda: _subscribers(local_redis, channel) > before, 30, "the worker subscribes")
         ref = app.enqueue("touch", 7)
         assert app.wait(ref, timeout=BELL_SPEED) == 7  # its poll is 60 s away
@@ -218,11 +220,15 @@ def test_ring_wakes_an_idle_worker_in_another_process(tmp_path: Path, local_redi
 def test_without_a_bell_the_worker_waits_for_its_poll(tmp_path: Path) -> None:
     # The control: the same worker with no bell does not see the job within the bound.
     app = _app(tmp_path, "")
+    warm = app.enqueue("touch", 0)
     with _worker(tmp_path, ""):
-        _until(lambda: app.workers() != [], 30, "the worker registers")
-        ref = app.enqueue("touch", 7)
+        assert app.wait(warm, timeout=30) == 0
+        # Due 1 s from now, when the claims that follow the warm-up's run are over (enqueued
+        # due at once it could race the last of them); nothing rings, so its poll, 60 s away,
+        # is the next look.
+        ref = app.enqueue("touch", 7, delay=1)
         with pytest.raises(WaitTimeoutError):
-            app.wait(ref, timeout=3)
+            app.wait(ref, timeout=4)
 
 
 def test_redis_lost_and_back_mid_drain_loses_no_job(tmp_path: Path) -> None:
