@@ -127,3 +127,9 @@ def tenants(after: str | None, limit: int) -> Verb[list[Row]]:
     ``limit`` tells whether another page follows."""
     rows: list[Row] = yield fetch_all("dash_tenants", {"after": after, "limit": limit + 1})
     return rows
+
+
+def schedule_firings(namespace: str) -> Verb[dict[tuple[str, str], Any]]:
+    """Each schedule's last real firing (its slot's latest ``fired`` event), None if none."""
+    rows: list[Row] = yield fetch_all("dash_schedule_firings", {"namespace": namespace})
+    return {(r["job_name"], r["name"]): r["fired_at"] for r in rows}

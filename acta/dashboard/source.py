@@ -89,6 +89,7 @@ class Source:
                     "updated_at": fact(r["updated_at"]),
                     "finished_at": fact(r["finished_at"]),
                     "lane": r["lane"],
+                    "is_slot": bool(r["is_slot"]),
                     "last_error": _first_line(r["last_error"]),
                     "correlation_key": r["correlation_key"],
                     "tenant": r["tenant"],
@@ -211,7 +212,14 @@ class Source:
         }
 
     def schedules(self) -> Data:
-        return {"schedules": [schedule_row(s) for s in self.app.ops.schedules.list()]}
+        """Every schedule; ``last_fired_at`` is its last real firing (None: never fired), not
+        the cursor, which holds the arming instant until the first firing."""
+        ns = self.namespace
+        fired = self._run(lambda: queries.schedule_firings(ns))
+        rows = [schedule_row(s) for s in self.app.ops.schedules.list()]
+        for row in rows:
+            row["last_fired_at"] = fact(fired.get((row["job_name"], row["name"])))
+        return {"schedules": rows}
 
     def namespaces(self) -> Data:
         rows = self._run(queries.namespaces)

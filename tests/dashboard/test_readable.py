@@ -134,3 +134,25 @@ def test_the_overview_chart_has_axes_units_and_a_legend(
     assert "jobs per minute" in chart and "succeeded" in chart and "failed" in chart
     assert 'data-testid="chart-y-axis"' in chart and 'data-testid="chart-x-axis"' in chart
     assert "60 min ago" in chart and ">now<" in chart
+
+
+def test_a_schedule_slot_is_not_backlog_and_never_fired_says_so(
+    acta_app: Acta, acta_host: Host, dashboard: Callable[..., TestClient]
+) -> None:
+    @acta_app.job("tick", schedule="1h")
+    def tick() -> None:
+        return None
+
+    acta_host.add_worker()
+    client = dashboard()
+    assert client.get("/api/overview").json()["backlog"] == []  # the slot is not a user job
+    [slot] = client.get("/api/jobs", params={"job": "tick"}).json()["jobs"]
+    assert slot["is_slot"] is True
+    assert 'data-testid="slot-badge"' in client.get("/jobs").text
+    [never] = client.get("/api/schedules").json()["schedules"]
+    assert never["last_fired_at"] is None  # armed, not fired: the cursor is not a firing
+    assert "never" in client.get("/schedules").text
+    acta_host.advance("1h")
+    acta_host.run_until_idle()
+    [fired] = client.get("/api/schedules").json()["schedules"]
+    assert fired["last_fired_at"] is not None

@@ -73,7 +73,7 @@ SELECT
 -- row per definition of the catalog (system jobs left out), each read from runtime_by_status:
 -- the counts as ranges capped at :cap entries, the oldest as the first entry of the
 -- definition's range (the index is in next_run_at order within it); ordered like the index,
--- so only an index walk stops at the cap. Definitions with no
+-- so only an index walk stops at the cap. A schedule's recurring slot is not backlog. Definitions with no
 -- ready job are dropped; the longest waiting come first.
 -- SQLite uses a partial index only where the WHERE clause repeats its predicate as
 -- written, hence the IN list beside each status.
@@ -86,6 +86,7 @@ FROM (
                WHERE r.namespace_id = d.namespace_id
                  AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 10
                  AND r.definition_id = d.id
+                 AND NOT EXISTS (SELECT 1 FROM {schema}.schedules s WHERE s.slot_id = r.job_id)
                ORDER BY r.next_run_at
                LIMIT :cap) c) AS jobs,
            (SELECT count(*) FROM (
@@ -93,12 +94,14 @@ FROM (
                WHERE r.namespace_id = d.namespace_id
                  AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 10
                  AND r.definition_id = d.id AND r.next_run_at <= :now_at
+                 AND NOT EXISTS (SELECT 1 FROM {schema}.schedules s WHERE s.slot_id = r.job_id)
                ORDER BY r.next_run_at
                LIMIT :cap) c) AS due,
            (SELECT r.next_run_at FROM {schema}.runtime r
             WHERE r.namespace_id = d.namespace_id
               AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 10
               AND r.definition_id = d.id
+              AND NOT EXISTS (SELECT 1 FROM {schema}.schedules s WHERE s.slot_id = r.job_id)
             ORDER BY r.next_run_at
             LIMIT 1) AS oldest_at
     FROM {schema}.definitions d
@@ -150,6 +153,7 @@ SELECT j.id AS job_id, j.job_ref, d.name AS job_name, r.status, r.attempts,
        COALESCE(r.max_attempts, ep.max_attempts) AS max_attempts, j.created_at, r.next_run_at,
        r.updated_at, j.correlation_key,
        CASE WHEN r.status >= 100 THEN r.updated_at END AS finished_at,
+       EXISTS (SELECT 1 FROM {schema}.schedules s WHERE s.slot_id = j.id) AS is_slot,
        (SELECT l.name FROM {schema}.lanes l WHERE l.id = r.lane_id) AS lane,
        -- The last failure's message, as jobs_view reads it (failed or retried executions).
        (SELECT le.message FROM {schema}.events le WHERE le.id = (
@@ -245,3 +249,16 @@ FROM {schema}.tenants t
 WHERE (:after IS NULL OR t.tenant_key > :after)
 ORDER BY t.tenant_key
 LIMIT :limit;
+
+-- name: dash_schedule_firings
+-- When each schedule of the namespace really fired last: its slot's latest fired event (46),
+-- read through the events' job index, one lookup per schedule. NULL for a schedule that has
+-- not fired yet (its cursor then holds the instant it was armed, not a firing).
+SELECT d.name AS job_name, s.name,
+       (SELECT max(e.at) FROM {schema}.events e
+        WHERE e.job_id = s.slot_id AND e.code = 46) AS fired_at
+FROM {schema}.schedules s
+JOIN {schema}.definitions d ON d.id = s.definition_id
+WHERE s.namespace_id = (SELECT n.id FROM {schema}.namespaces n WHERE n.name = :namespace)
+ORDER BY d.name, s.name
+LIMIT 500;
