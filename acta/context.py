@@ -212,8 +212,8 @@ class JobContext:
 
     def now(self) -> datetime:
         """The current instant by the runtime's clock, timezone-aware UTC: the worker's clock
-        in production, the test host's manual clock under the host. Use it rather than
-        ``datetime.now()`` so a handler's time is the one its job's instants are judged by."""
+        in production, the test host's manual clock under the host. Use it rather than the
+        system time so a handler's time is the one its job's instants are judged by."""
         if self._now is None:  # a context made by hand, outside any worker
             from acta.clock import SystemClock
 

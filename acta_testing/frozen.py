@@ -2,7 +2,7 @@
 
 ``FrozenTime`` is the ``TimeSource`` (acta.clock) the plugin's ``acta_clock`` follows. While a
 ``freeze_time`` (freezegun) or a ``travel`` (time-machine) is active, the host's clock reads its
-frozen instant, so handlers, ``ctx.now()`` and the ledger agree with ``datetime.now()``;
+frozen instant, so handlers, ``ctx.now()`` and the ledger agree with the frozen system time;
 ``advance()`` moves the frozen time with the clock. Neither library is a dependency: each is
 looked up in ``sys.modules`` (a test that freezes time has imported it), so nothing is imported
 here and a session without them pays nothing.
