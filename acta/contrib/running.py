@@ -34,19 +34,34 @@ async def serve(workers: list[Worker]) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stopping.set)
-    await asyncio.gather(*(w.serve(stopping) for w in workers))
+    try:
+        await asyncio.gather(*(w.serve(stopping) for w in workers))
+    finally:
+        await _close(workers)
 
 
 async def drain(workers: list[Worker]) -> int:
     """Run the jobs that are due now, one at a time, then stop; how many of the user's jobs
     ran (acta's own, such as recovery, run too but are not counted)."""
     ran = 0
-    for worker in workers:
-        await worker.ensure_registered()
-        while True:
-            end, name = await worker.run_one()
-            if end is None:
-                break
-            ran += not (name or "").startswith("sys.")
-        await worker.shutdown()
+    try:
+        for worker in workers:
+            await worker.ensure_registered()
+            while True:
+                end, name = await worker.run_one()
+                if end is None:
+                    break
+                ran += not (name or "").startswith("sys.")
+            await worker.shutdown()
+    finally:
+        await _close(workers)
     return ran
+
+
+async def _close(workers: list[Worker]) -> None:
+    """Close the ledger connections the workers opened on this loop (the loop ends with the
+    command; a server also refuses to drop a database that still has sessions, which
+    Django's test runner does). The providers reopen on their next use."""
+    providers = {id(w.ledger.provider): w.ledger.provider for w in workers if w.namespace_id}
+    for provider in providers.values():
+        await provider.aclose()

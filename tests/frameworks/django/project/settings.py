@@ -20,6 +20,7 @@ INSTALLED_APPS = [
 ]
 MIDDLEWARE: list[str] = []
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+TEST_RUNNER = "acta.contrib.django.testing.ActaTestRunner"  # for manage.py test
 
 _KIND = os.environ.get("ACTA_DJANGO_DB", "sqlite")
 # A worker process a test starts is pointed at the test's database by $ACTA_DJANGO_NAME.
