@@ -1,9 +1,10 @@
 """Developer sessions: lint, tests, conformance per provider, chaos, packaging, benchmarks.
 
-`nox -s lint tests conformance_matrix package` is what CI runs (through .ci/run, with CI=true):
-the whole suite on SQLite, then the conformance specs on PostgreSQL, on the default Python; the
-SQLite conformance specs on each other Python of the matrix; then the wheel and sdist built and
-the wheel tested in a fresh environment. Sessions install acta from this checkout with the
+`nox -s lint tests conformance_matrix package frameworks` is what CI runs (through .ci/run,
+with CI=true): the whole suite on SQLite, then the conformance specs on PostgreSQL, on the
+default Python; the SQLite conformance specs on each other Python of the matrix; then the wheel
+and sdist built and the wheel tested in a fresh environment; then the framework integrations
+(Django 6, ASGI, Flask) on Python 3.12. Sessions install acta from this checkout with the
 extras they need; nothing is assumed to be installed already.
 """
 
@@ -18,7 +19,7 @@ from typing import Any
 
 import nox
 
-nox.options.sessions = ["lint", "tests", "conformance_matrix", "package"]
+nox.options.sessions = ["lint", "tests", "conformance_matrix", "package", "frameworks"]
 nox.options.reuse_existing_virtualenvs = True
 # An interpreter that is missing is an error to fix on the machine, never a download.
 nox.options.download_python = "never"
@@ -124,7 +125,9 @@ def tests(session: nox.Session) -> None:
     if missing and _ci():
         said = "; ".join(f"{title}: {why}" for title, why in missing.items())
         session.error(f"not run: {said} (CI=true requires every provider)")
-    session.run("pytest", f"--acta-provider={providers['everything']}", *XDIST, *session.posargs)
+    # tests/frameworks has a session of its own (frameworks: Python 3.12, real servers).
+    everything = [f"--acta-provider={providers['everything']}", "--ignore=tests/frameworks"]
+    session.run("pytest", *everything, *XDIST, *session.posargs)
     for server in providers["servers"]:
         if server["unavailable"]:
             session.warn(
@@ -218,7 +221,8 @@ def frameworks(session: nox.Session) -> None:
         )  # fmt: skip
         counts[label] = _junit_counts(report)
 
-    run("asgi + flask", "tests/frameworks/asgi", "tests/frameworks/flask", *XDIST)
+    # One at a time: the uvicorn tests time a shutdown against its grace.
+    run("asgi + flask", "tests/frameworks/asgi", "tests/frameworks/flask", "-n", "0")
     for release in DJANGO_RELEASES:
         session.install(f"django~={release}.0")
         for database in ("sqlite", "postgres"):
