@@ -133,3 +133,12 @@ def schedule_firings(namespace: str) -> Verb[dict[tuple[str, str], Any]]:
     """Each schedule's last real firing (its slot's latest ``fired`` event), None if none."""
     rows: list[Row] = yield fetch_all("dash_schedule_firings", {"namespace": namespace})
     return {(r["job_name"], r["name"]): r["fired_at"] for r in rows}
+
+
+def gates(namespace: str) -> Verb[dict[str, list[Row]]]:
+    """Lanes, concurrency gates and rate meters of the namespace (at most 200 of each)."""
+    params = {"namespace": namespace}
+    lanes: list[Row] = yield fetch_all("dash_lanes", params)
+    held: list[Row] = yield fetch_all("dash_gates", params)
+    meters: list[Row] = yield fetch_all("dash_meters", params)
+    return {"lanes": lanes, "gates": held, "meters": meters}

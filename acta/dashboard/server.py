@@ -52,6 +52,7 @@ PAGES = (
     "alerts",
     "definitions",
     "schedules",
+    "gates",
     "namespaces",
     "tenants",
 )
@@ -97,6 +98,8 @@ class Dashboard:
             Route("/schedules", self._page("schedules", lambda r: self.source.schedules())),
             Route("/namespaces", self._page("namespaces", lambda r: self.source.namespaces())),
             Route("/tenants", self._page("tenants", self._tenants)),
+            Route("/gates", self._page("gates", lambda r: self.source.gates())),
+            Route("/api/gates", self._api(lambda r: self.source.gates())),
             Route("/bulk/{verb}", self._page("bulk", self._bulk_preview)),
             Route("/api/bulk/{verb}", self._api(self._bulk_preview)),
             Route("/api/bulk/{verb}", self._verb("bulk"), methods=["POST"]),

@@ -9,7 +9,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from acta.codec import codecs
-from acta.dashboard import queries
+from acta.dashboard import queries, timefmt
 from acta.dashboard.filters import JobFilter
 from acta.dashboard.overview import Data, alert_row, schedule_row, shape_overview, worker_rows
 from acta.errors import ActaError
@@ -220,6 +220,28 @@ class Source:
         for row in rows:
             row["last_fired_at"] = fact(fired.get((row["job_name"], row["name"])))
         return {"schedules": rows}
+
+    def gates(self) -> Data:
+        """Lanes (head, jobs in line), concurrency gates (held of limit, holders) and meters
+        (rate per period, next free admission)."""
+        ns = self.namespace
+        rows = self._run(lambda: queries.gates(ns))
+        return {
+            "lanes": [{**r, "depth": int(r["depth"])} for r in rows["lanes"]],
+            "gates": [
+                {**r, "holders": json.loads(r["holders"]) if r["holders"] else []}
+                for r in rows["gates"]
+            ],
+            "meters": [
+                {
+                    **r,
+                    # SQLite hands these two back as text: read both as instants.
+                    "next_free_at": fact(timefmt.parse(r["next_free_at"])),
+                    "admitted_until": fact(timefmt.parse(r["admitted_until"])),
+                }
+                for r in rows["meters"]
+            ],
+        }
 
     def namespaces(self) -> Data:
         rows = self._run(queries.namespaces)

@@ -26,6 +26,7 @@ PAGES = {
     "alerts": "/alerts",
     "definitions": "/definitions",
     "schedules": "/schedules",
+    "gates": "/gates",
     "namespaces": "/namespaces",
     "tenants": "/tenants",
     "bulk": "/bulk/restart?status=failed&job=import-feed",

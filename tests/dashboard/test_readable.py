@@ -156,3 +156,30 @@ def test_a_schedule_slot_is_not_backlog_and_never_fired_says_so(
     acta_host.run_until_idle()
     [fired] = client.get("/api/schedules").json()["schedules"]
     assert fired["last_fired_at"] is not None
+
+
+def test_the_gates_page_shows_lanes_gates_and_meters(
+    acta_app: Acta, acta_host: Host, dashboard: Callable[..., TestClient]
+) -> None:
+    @acta_app.job("resize", concurrency_limit=2)
+    def resize(n: int) -> int:
+        return n
+
+    @acta_app.job("send", rate_limit="2/s")
+    def send(n: int) -> int:
+        return n
+
+    send.enqueue(1)
+    resize.enqueue(0)  # a gate is made when a job of its definition first comes to it
+    acta_host.run_until_idle()
+    head = str(resize.enqueue(1, lane="customer-7", delay="1h"))
+    resize.enqueue(2, lane="customer-7", delay="1h")
+    client = dashboard()
+    data = client.get("/api/gates").json()
+    [lane] = data["lanes"]
+    assert (lane["lane"], lane["head_job_ref"], lane["depth"]) == ("customer-7", head, 2)
+    assert any(g["limit_in_force"] == 2 for g in data["gates"])
+    assert any(m["rate"] == 2 and m["period_ms"] == 1000 for m in data["meters"])
+    page = client.get("/gates").text
+    assert 'data-testid="nav-gates"' in page and "1 blocked" in page
+    assert "2 per 1 s" in page
