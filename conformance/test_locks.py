@@ -197,6 +197,7 @@ def test_a_fenced_zombie_neither_keeps_nor_releases_the_lock(
     zombie = acta_host.add_worker()
     doomed = acta_host.add_worker()
     seen: dict[str, object] = {}
+    left = threading.Event()
 
     @acta_app.job("settle-account", max_attempts=3, backoff="1h")
     def settle(n: int, ctx: SyncJobContext) -> None:
@@ -218,9 +219,14 @@ def test_a_fenced_zombie_neither_keeps_nor_releases_the_lock(
         except LeaseLostError as exc:  # the zombie's release is refused
             seen["release"] = exc
             raise
+        finally:
+            left.set()
 
     zombie_job = settle.enqueue(1)
     acta_host.tick(zombie)
+    # The worker gives a run up once it finds its lease lost, without waiting for a sync
+    # handler's thread to leave: wait for the handler itself.
+    assert left.wait(30)
     taker = seen["taker_ref"]
     assert seen["taker"] == "killed"
     assert isinstance(seen["release"], LeaseLostError)
