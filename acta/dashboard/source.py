@@ -197,6 +197,9 @@ class Source:
     def definitions(self) -> Data:
         ns = self.namespace
         rows = self._run(lambda: queries.definitions(ns))
+        by_job: dict[str, list[str]] = {}
+        for info in self.app.ops.schedules.list():
+            by_job.setdefault(info.job_name, []).append(info.schedule.describe())
         return {
             "definitions": [
                 {
@@ -206,6 +209,7 @@ class Source:
                     "updated_at": fact(r["updated_at"]),
                     "overrides": None if r["overrides"] is None else json.loads(r["overrides"]),
                     "system": str(r["job_name"]).startswith("sys."),
+                    "schedules": by_job.get(str(r["job_name"]), []),
                 }
                 for r in rows
             ]

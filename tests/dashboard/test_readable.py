@@ -183,3 +183,24 @@ def test_the_gates_page_shows_lanes_gates_and_meters(
     page = client.get("/gates").text
     assert 'data-testid="nav-gates"' in page and "1 blocked" in page
     assert "2 per 1 s" in page
+
+
+def test_definitions_show_retention_and_schedules(
+    acta_app: Acta, acta_host: Host, dashboard: Callable[..., TestClient]
+) -> None:
+    @acta_app.job("tick", schedule="1h")
+    def tick() -> None:
+        return None
+
+    acta_host.add_worker()
+    [row] = [
+        d
+        for d in dashboard().get("/api/definitions").json()["definitions"]
+        if d["job_name"] == "tick"
+    ]
+    assert row["schedules"] == ["every 1h"]
+    page = dashboard().get("/definitions").text
+    tick_row = page.split('data-job="tick"')[1].split("</tr>")[0]
+    cell = tick_row.split('data-testid="definition-schedules">')[1].split("</td>")[0]
+    assert "every 1h" in cell
+    assert 'data-testid="definition-retention">7 d<' in tick_row
