@@ -236,3 +236,12 @@ def test_run_after_defers(backend: ActaBackend, drain: DRAIN) -> None:
     result = handle_order.using(run_after=later).enqueue(27)
     assert drain("default") == 0
     assert handle_order.get_result(result.id).status == TaskResultStatus.READY
+
+
+def test_manage_py_acta_jobs_reads_the_backends_ledger(
+    backend: ActaBackend, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = handle_order.enqueue(28)
+    call_command("acta", "jobs", "show", result.id)
+    shown = capsys.readouterr().out
+    assert result.id in shown and "project.shop.tasks.handle-order" in shown

@@ -1,4 +1,5 @@
-"""``manage.py acta worker``: run the tasks of Django's acta backend.
+"""``manage.py acta worker``: run the tasks of Django's acta backend (and ``manage.py acta jobs
+...``: acta's ``acta jobs`` commands on the backend's ledger).
 
 It imports each installed app's ``tasks`` module, declares every task it finds there that uses
 the chosen backend, and runs one acta worker per namespace the chosen queues map to, until
@@ -9,6 +10,7 @@ Django's connections are closed around each task, as around a request.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import sys
 from typing import Any
@@ -18,6 +20,7 @@ from django.tasks import Task, task_backends
 from django.utils.module_loading import autodiscover_modules
 
 from acta.contrib.django.backend import ActaBackend
+from acta.contrib.django.ledger import database_url
 from acta.contrib.running import drain, serve_until_signal
 from acta.errors import ActaError
 
@@ -38,11 +41,19 @@ class Command(BaseCommand):
         worker.add_argument("--heartbeat", type=float, default=None)
         worker.add_argument("--poll", type=float, default=None)
         worker.add_argument("--batch", action="store_true", help="run what is due now, then exit")
+        jobs = verbs.add_parser(
+            "jobs", help="acta's `acta jobs ...` on this backend's ledger (list, show, ...)"
+        )
+        jobs.add_argument("--backend", default="default", help="the TASKS alias")
+        jobs.add_argument("rest", nargs=argparse.REMAINDER, help="`acta jobs` arguments")
 
     def handle(self, *args: Any, **options: Any) -> None:
         backend = task_backends[options["backend"]]
         if not isinstance(backend, ActaBackend):
             raise CommandError(f"TASKS[{options['backend']!r}] is not acta's backend")
+        if options["verb"] == "jobs":
+            self.jobs(backend, options["rest"])
+            return
         queues = options["queues"] or sorted(backend.queues)
         unknown = sorted(set(queues) - backend.queues)
         if unknown:
@@ -69,6 +80,20 @@ class Command(BaseCommand):
             self.stdout.write(f"ran {ran} job(s)")
         else:
             serve_until_signal(workers)
+
+    def jobs(self, backend: ActaBackend, rest: list[str]) -> None:
+        """``acta jobs VERB ...`` with the ledger this backend uses (Django's database)."""
+        from acta.cli.main import main
+
+        if not rest or rest[0].startswith("-"):
+            rest = rest or ["--help"]
+            code = main(["jobs", *rest])
+        else:
+            where = ["--database", database_url(backend.config.database)]
+            where += ["--schema", backend.config.schema]
+            code = main(["jobs", rest[0], *where, *rest[1:]])
+        if code:
+            raise CommandError(f"acta jobs exited with {code}", returncode=code)
 
 
 def discover(backend: ActaBackend, queues: list[str]) -> int:
