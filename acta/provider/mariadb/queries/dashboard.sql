@@ -239,3 +239,44 @@ FROM {schema}.tenants t
 WHERE (:after IS NULL OR t.tenant_key > :after)
 ORDER BY t.tenant_key
 LIMIT :limit;
+
+-- name: dash_schedule_firings
+-- When each schedule of the namespace really fired last: its slot's latest fired event (46),
+-- one lookup per schedule through the events' job index. NULL for a schedule that has not
+-- fired yet (its cursor then holds the instant it was armed, not a firing).
+SELECT d.name AS job_name, s.name,
+       (SELECT max(e.at) FROM {schema}.events e
+        WHERE e.job_id = s.slot_id AND e.code = 46) AS fired_at
+FROM {schema}.schedules s
+JOIN {schema}.definitions d ON d.id = s.definition_id
+WHERE s.namespace_id = (SELECT n.id FROM {schema}.namespaces n WHERE n.name = :namespace)
+ORDER BY d.name, s.name
+LIMIT 500;
+
+-- name: dash_lanes
+-- Lanes of the namespace with their head job and how many unfinished jobs are in line
+-- (lanes_view's depth: the head plus those blocked behind it), the deepest first.
+SELECT v.lane, v.head_job_ref, v.head_status, v.depth, v.last_seq
+FROM {schema}.lanes_view v
+WHERE v.namespace = :namespace
+ORDER BY v.depth DESC, v.lane
+LIMIT 200;
+
+-- name: dash_gates
+-- Concurrency gates of the namespace: the limit in force, how many slots are held, by whom
+-- (holders is gates_view's JSON array of refs, JSON_ARRAYAGG here).
+SELECT v.name, v.kind, v.limit_in_force, v.declared_limit, v.held, v.holders
+FROM {schema}.gates_view v
+WHERE v.namespace = :namespace
+ORDER BY v.held DESC, v.name
+LIMIT 200;
+
+-- name: dash_meters
+-- Rate meters of the namespace: the rate in force per period, and when the next admission is
+-- free (in the past: a job would be admitted now); admitted_until is the last admission's slot.
+SELECT v.name, v.rate, v.period_ms, v.declared_rate, v.declared_period_ms, v.next_free_at,
+       v.admitted_until
+FROM {schema}.meters_view v
+WHERE v.namespace = :namespace
+ORDER BY v.name
+LIMIT 200;

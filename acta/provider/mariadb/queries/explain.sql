@@ -112,3 +112,11 @@ SELECT 'meter' AS source, 0 AS kind, m.name, COALESCE(m.rate_override, m.rate) A
 FROM {schema}.meters m
 WHERE m.namespace_id = :namespace_id
   AND m.name = :meter;
+
+-- name: explain_locks
+-- The locks (ctx.lock) a running job holds under its current lease epoch (names compare
+-- byte-wise: the column is utf8mb4_bin).
+SELECT k.name
+FROM {schema}.locks k
+WHERE k.holder_job_id = :job_id AND k.holder_epoch = :epoch
+ORDER BY k.name;
