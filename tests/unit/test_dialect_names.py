@@ -44,6 +44,14 @@ ALLOWED: dict[str, tuple[frozenset[str], str]] = {
         "the default ledger (./acta.sqlite3, no configuration) is a SQLite file by product "
         "design; sqlite_path is re-exported for the CLI",
     ),
+    "acta/contrib/django/checks.py": (
+        frozenset({"postgresql", "sqlite3", "psycopg", "psycopg2", "postgres"}),
+        "Django's own ENGINE names, and the system check that refuses psycopg2 for psycopg 3",
+    ),
+    "acta/contrib/django/ledger.py": (
+        frozenset({"sqlite", "sqlite3", "postgresql"}),
+        "maps a Django connection's vendor and settings to the database URL acta opens",
+    ),
     "acta/cli/demo.py": (
         frozenset({"sqlite", "sqlite3"}),
         "`acta demo` makes a SQLite ledger by design (nothing to install or start)",

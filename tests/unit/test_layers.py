@@ -94,6 +94,11 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "acta_testing.",
             "acta.dashboard",
             "acta.dashboard.",
+            # Framework integrations: a web server's lifespan and Django's and Flask's
+            # commands build workers from an application, like the CLI.
+            "acta.asgi",
+            "acta.contrib",
+            "acta.contrib.",
         ),
     ),
 ]

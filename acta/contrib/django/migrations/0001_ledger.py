@@ -5,8 +5,7 @@ Not one Django migration per ledger migration: acta's dialects number theirs dif
 table, plans only what is missing and is forward-only, so two bookkeepings would only
 disagree. This migration creates the ledger; afterwards every ``manage.py migrate`` applies
 whatever a newer acta brings (``post_migrate``, acta.contrib.django.schema.after_migrate), with
-no Django migration to add per acta release. ``LEDGER`` names the heads this file was written
-against, for reference.
+no Django migration to add per acta release.
 """
 
 from __future__ import annotations
@@ -16,8 +15,6 @@ from typing import Any, ClassVar
 from django.db import migrations
 
 from acta.contrib.django.schema import apply_ledger
-
-LEDGER = {"sqlite": "0016_policy_in_force", "postgres": "0019_policy_in_force"}
 
 
 class Migration(migrations.Migration):

@@ -10,8 +10,6 @@ from django.db import migrations
 
 from acta.contrib.django.schema import apply_ledger
 
-LEDGER = {"sqlite": "0017_dedup_modes", "postgres": "0020_dedup_modes"}
-
 
 class Migration(migrations.Migration):
     atomic = False  # as 0001_ledger: acta's migrator uses a connection of its own
