@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from acta.dashboard.filters import INSTANT_RULE, parse_instant, whole_number
+from acta.dashboard.filters import INSTANT_RULE, clean_text, parse_instant, whole_number
 from acta.dashboard.verbs import Done
 from acta.errors import ActaError, ConflictError, ValidationError
 from acta.repair import BulkReport
@@ -35,7 +35,6 @@ FILTERS = ("status", "job", "tag", "correlation_key", "tenant", "created_from", 
 """The Jobs page's filters a bulk verb takes (not its page position or size)."""
 PREVIEW_PARAMS = (*FILTERS, "namespace", "finished_before")
 RUN_FIELDS = (*PREVIEW_PARAMS, "reason", "confirm", "expected", "at", "next")
-TEXT_MAX = 200
 
 DONE_WORDS = {
     "restart": "restarted",
@@ -62,16 +61,7 @@ class BulkRequest:
 
 
 def _text(args: Mapping[str, str], name: str) -> str | None:
-    value = str(args.get(name) or "").strip()
-    if not value:
-        return None
-    if len(value) > TEXT_MAX or not value.isprintable():
-        raise ValidationError(
-            name,
-            "is too long or holds control characters",
-            f"printable text of at most {TEXT_MAX} characters",
-        )
-    return value
+    return clean_text(name, args.get(name))
 
 
 def _instant(args: Mapping[str, str], name: str) -> datetime | None:

@@ -99,16 +99,7 @@ def parse(query: Mapping[str, str], keys: list[str]) -> JobFilter:
         raise ValidationError(repeated[0], "is given more than once", "each filter at most once")
 
     def text(name: str) -> str | None:
-        value = query.get(name, "").strip()
-        if not value:
-            return None
-        if len(value) > TEXT_MAX or not value.isprintable():
-            raise ValidationError(
-                name,
-                "is too long or holds control characters",
-                f"printable text of at most {TEXT_MAX} characters",
-            )
-        return value
+        return clean_text(name, query.get(name))
 
     return JobFilter(
         status=_status(text("status")),
@@ -124,6 +115,20 @@ def parse(query: Mapping[str, str], keys: list[str]) -> JobFilter:
         limit=_int("limit", text("limit"), 1, PAGE_MAX, PAGE_DEFAULT) or PAGE_DEFAULT,
         include_system=_flag(text("include_system")),
     )
+
+
+def clean_text(name: str, raw: object) -> str | None:
+    """A text filter trimmed (None when empty), refused when too long or not printable."""
+    value = str(raw or "").strip()
+    if not value:
+        return None
+    if len(value) > TEXT_MAX or not value.isprintable():
+        raise ValidationError(
+            name,
+            "is too long or holds control characters",
+            f"printable text of at most {TEXT_MAX} characters",
+        )
+    return value
 
 
 def _status(value: str | None) -> JobStatus | None:

@@ -136,14 +136,21 @@ def test_the_overview_chart_has_axes_units_and_a_legend(
     assert "60 min ago" in chart and ">now<" in chart
 
 
-def test_a_schedule_slot_is_not_backlog_and_never_fired_says_so(
-    acta_app: Acta, acta_host: Host, dashboard: Callable[..., TestClient]
-) -> None:
+@pytest.fixture
+def ticking(acta_app: Acta, acta_host: Host) -> None:
+    """An hourly schedule, armed by a worker and not fired yet."""
+
     @acta_app.job("tick", schedule="1h")
     def tick() -> None:
         return None
 
     acta_host.add_worker()
+
+
+@pytest.mark.usefixtures("ticking")
+def test_a_schedule_slot_is_not_backlog_and_never_fired_says_so(
+    acta_host: Host, dashboard: Callable[..., TestClient]
+) -> None:
     client = dashboard()
     assert client.get("/api/overview").json()["backlog"] == []  # the slot is not a user job
     [slot] = client.get("/api/jobs", params={"job": "tick"}).json()["jobs"]
@@ -185,14 +192,8 @@ def test_the_gates_page_shows_lanes_gates_and_meters(
     assert "2 per 1 s" in page
 
 
-def test_definitions_show_retention_and_schedules(
-    acta_app: Acta, acta_host: Host, dashboard: Callable[..., TestClient]
-) -> None:
-    @acta_app.job("tick", schedule="1h")
-    def tick() -> None:
-        return None
-
-    acta_host.add_worker()
+@pytest.mark.usefixtures("ticking")
+def test_definitions_show_retention_and_schedules(dashboard: Callable[..., TestClient]) -> None:
     [row] = [
         d
         for d in dashboard().get("/api/definitions").json()["definitions"]
