@@ -101,3 +101,26 @@ def test_explain_names_the_locks_a_running_job_holds(acta_app: Acta, acta_host: 
     acta_host.run_until_idle()
     [during] = seen
     assert during.facts["locks_held"] == ["account-a", "account-b"]
+
+
+def test_the_jobs_list_marks_slots_and_filters_by_error_text_in_any_case(
+    acta_app: Acta, acta_host: Host
+) -> None:
+    @acta_app.job("charge", max_attempts=1)
+    def charge(card: str) -> None:
+        raise RuntimeError(f"Gateway refused {card}")
+
+    @acta_app.job("nightly", schedule="1h")
+    def nightly() -> None:
+        return None
+
+    failed = str(charge.enqueue("4242"))
+    acta_host.run_until_idle()
+    dash = client(acta_app)
+    rows = dash.get("/api/jobs").json()["jobs"]
+    assert {r["job_name"]: r["is_slot"] for r in rows} == {"charge": False, "nightly": True}
+    # Case-insensitive, as on SQLite and PostgreSQL, although MariaDB's text compares byte-wise.
+    for text in ("GATEWAY refused", "gateway REFUSED 4242"):
+        found = dash.get("/api/jobs", params={"error": text}).json()["jobs"]
+        assert [r["job_ref"] for r in found] == [failed], text
+    assert dash.get("/api/jobs", params={"error": "no such text"}).json()["jobs"] == []

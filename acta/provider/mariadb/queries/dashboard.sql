@@ -144,6 +144,7 @@ SELECT j.id AS job_id, j.job_ref, d.name AS job_name, r.status, r.attempts,
        COALESCE(r.max_attempts, ep.max_attempts) AS max_attempts, j.created_at, r.next_run_at,
        r.updated_at, j.correlation_key,
        CASE WHEN r.status >= 100 THEN r.updated_at END AS finished_at,
+       EXISTS (SELECT 1 FROM {schema}.schedules s WHERE s.slot_id = j.id) AS is_slot,
        (SELECT l.name FROM {schema}.lanes l WHERE l.id = r.lane_id) AS lane,
        -- The last failure's message, as jobs_view reads it (failed or retried executions).
        (SELECT le.message FROM {schema}.events le WHERE le.id = (
@@ -170,12 +171,13 @@ WHERE j.namespace_id = (SELECT n.id FROM {schema}.namespaces n WHERE n.name = :n
   AND (:lane IS NULL OR r.lane_id = (
       SELECT l.id FROM {schema}.lanes l WHERE l.name = :lane
         AND l.namespace_id = j.namespace_id))
-  -- Error text: a substring of any failure message of the job (walked newest first, bounded
-  -- by the page's LIMIT like every other filter here).
+  -- Error text: a substring of any failure message of the job, in any case (PostgreSQL's
+  -- ILIKE): messages are utf8mb4_bin here, so both sides are lowered (walked newest first,
+  -- bounded by the page's LIMIT like every other filter here).
   AND (:error IS NULL OR EXISTS (
       SELECT 1 FROM {schema}.events e
       WHERE e.job_id = j.id AND (e.code IN (21, 30) OR (e.code = 11 AND e.outcome IN (2, 3)))
-        AND e.message LIKE '%' || :error || '%'))
+        AND LOWER(e.message) LIKE CONCAT('%', LOWER(:error), '%')))
   AND (:before_id IS NULL OR j.id < :before_id)
   AND (:include_system = 1 OR d.name NOT LIKE 'sys.%')
 ORDER BY j.id DESC
