@@ -226,12 +226,12 @@ class Source:
         return {"schedules": rows}
 
     def gates(self) -> Data:
-        """Lanes (head, jobs in line), concurrency gates (held of limit, holders) and meters
+        """Lanes (head, jobs blocked behind it), concurrency gates (held of limit, holders) and meters
         (rate per period, next free admission)."""
         ns = self.namespace
         rows = self._run(lambda: queries.gates(ns))
         return {
-            "lanes": [{**r, "depth": int(r["depth"])} for r in rows["lanes"]],
+            "lanes": [{**r, "blocked": int(r["blocked"])} for r in rows["lanes"]],
             "gates": [
                 {**r, "holders": json.loads(r["holders"]) if r["holders"] else []}
                 for r in rows["gates"]

@@ -115,6 +115,8 @@ def test_no_dashboard_statement_scans_jobs_runtime_or_events(
         source.workers,
         source.definitions,
         source.namespaces,
+        source.schedules,
+        source.gates,
         lambda: source.job(ref),
         lambda: source.tenants(None, 50),
         lambda: source.tenants("tenant-05", 5),
@@ -122,6 +124,7 @@ def test_no_dashboard_statement_scans_jobs_runtime_or_events(
     for query in (
         {},
         {"status": "failed"},
+        {"error": "refused"},
         {"status": "ready", "job": "mail.send"},
         {"tag": "t3"},
         {"correlation_key": "order-1"},

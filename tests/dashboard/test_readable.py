@@ -184,7 +184,7 @@ def test_the_gates_page_shows_lanes_gates_and_meters(
     client = dashboard()
     data = client.get("/api/gates").json()
     [lane] = data["lanes"]
-    assert (lane["lane"], lane["head_job_ref"], lane["depth"]) == ("customer-7", head, 2)
+    assert (lane["lane"], lane["head_job_ref"], lane["blocked"]) == ("customer-7", head, 1)
     assert any(g["limit_in_force"] == 2 for g in data["gates"])
     assert any(m["rate"] == 2 and m["period_ms"] == 1000 for m in data["meters"])
     page = client.get("/gates").text

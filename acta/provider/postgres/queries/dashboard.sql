@@ -158,11 +158,14 @@ WHERE j.namespace_id = (SELECT n.id FROM {schema}.namespaces n WHERE n.name = :n
       SELECT l.id FROM {schema}.lanes l WHERE l.name = :lane::text
         AND l.namespace_id = j.namespace_id))
   -- Error text: a substring of any failure message of the job (walked newest first, bounded
-  -- by the page's LIMIT like every other filter here).
-  AND (:error::text IS NULL OR EXISTS (
+  -- by the page's LIMIT like every other filter here). A scalar subquery with LIMIT 1, not
+  -- EXISTS: the planner must look each job's events up by its job index, never hash-join
+  -- the whole events table.
+  AND (:error::text IS NULL OR (
       SELECT 1 FROM {schema}.events e
       WHERE e.job_id = j.id AND (e.code IN (21, 30) OR (e.code = 11 AND e.outcome IN (2, 3)))
-        AND e.message ILIKE '%' || :error::text || '%'))
+        AND e.message ILIKE '%' || :error::text || '%'
+      LIMIT 1) IS NOT NULL)
   AND (:before_id::bigint IS NULL OR j.id < :before_id::bigint)
   AND (:include_system = 1 OR d.name NOT LIKE 'sys.%')
 ORDER BY j.id DESC
@@ -242,12 +245,22 @@ LIMIT 500;
 
 
 -- name: dash_lanes
--- Lanes of the namespace with their head job and how many unfinished jobs are in line
--- (lanes_view's depth: the head plus those blocked behind it), the deepest first.
-SELECT v.lane, v.head_job_ref, v.head_status, v.depth, v.last_seq
-FROM {schema}.lanes_view v
-WHERE v.namespace = :namespace
-ORDER BY v.depth DESC, v.lane
+-- Lanes of the namespace with their head job and how many jobs wait blocked behind it, read
+-- through runtime_lane_line (blocked entries per lane) and counted up to :cap; the most
+-- blocked first.
+SELECT l.name AS lane, h.job_ref AS head_job_ref, hs.name AS head_status,
+       (SELECT count(*) FROM (
+           SELECT 1 FROM {schema}.runtime r
+           WHERE r.lane_id = l.id AND r.status = 11
+           LIMIT 10001) c) AS blocked,
+       l.last_seq
+FROM {schema}.lanes l
+JOIN {schema}.namespaces n ON n.id = l.namespace_id
+LEFT JOIN {schema}.jobs h ON h.id = l.head_job_id
+LEFT JOIN {schema}.runtime hr ON hr.job_id = l.head_job_id
+LEFT JOIN {schema}.codes hs ON hs.family = 'job_status' AND hs.code = hr.status
+WHERE n.name = :namespace
+ORDER BY blocked DESC, l.name
 LIMIT 200;
 
 -- name: dash_gates
