@@ -226,8 +226,8 @@ class Source:
         return {"schedules": rows}
 
     def gates(self) -> Data:
-        """Lanes (head, jobs blocked behind it), concurrency gates (held of limit, holders) and meters
-        (rate per period, next free admission)."""
+        """Lanes (head, jobs blocked behind it), concurrency gates (held of limit, holders)
+        and meters (rate per period, next free admission)."""
         ns = self.namespace
         rows = self._run(lambda: queries.gates(ns))
         return {
