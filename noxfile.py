@@ -291,8 +291,10 @@ def bench(session: nox.Session) -> None:
     """Benchmarks (anvil/): results go to docs/benchmarks/.
 
     psycopg's C implementation (the binary wheel, which the postgres extra brings) is what a
-    production install should use; the pure-Python one is several times slower per statement."""
-    session.install("-e", ".[postgres]", "psycopg[binary]")
+    production install should use; the pure-Python one is several times slower per statement.
+    MariaDB runs through PyMySQL (the mariadb extra), at $ACTA_BENCH_MARIADB_DSN or the local
+    default."""
+    session.install("-e", ".[postgres,mariadb]", "psycopg[binary]")
     session.run("python", "-m", "anvil.bench", *session.posargs, env={"PYTHONPATH": os.getcwd()})
 
 

@@ -34,6 +34,8 @@ from anvil.measure import Measurement, loadavg, repeat
 from anvil.workload import Target, clock
 
 DEFAULT_DSN = "postgresql://postgres@127.0.0.1:5432/test"
+DEFAULT_MARIADB_DSN = "mariadb://root@127.0.0.1:3306/test"
+PROVIDERS = ("sqlite", "postgres", "mariadb")
 PARTS = ("enqueue", "drain", "pickup", "gates")
 
 
@@ -193,6 +195,21 @@ def _check_postgres(dsn: str) -> None:
         ) from exc
 
 
+def _check_mariadb(dsn: str) -> None:
+    try:
+        import pymysql
+
+        from anvil.workload import _mariadb
+
+        _mariadb(dsn).close()
+    except ImportError as exc:
+        raise SystemExit(f"MariaDB needs PyMySQL (pip install 'acta[mariadb]'): {exc}") from exc
+    except pymysql.err.Error as exc:
+        raise SystemExit(
+            f"cannot reach MariaDB at {dsn!r}: {exc}; use --provider sqlite or postgres"
+        ) from exc
+
+
 def _interruptible() -> None:
     """Ctrl-C and SIGTERM end the bench through its cleanups (workers stopped, schemas
     dropped). nox starts it with SIGINT ignored, so the handler is set explicitly."""
@@ -208,9 +225,13 @@ def main(argv: list[str] | None = None) -> int:
     args_list = sys.argv[1:] if argv is None else argv
     _interruptible()
     parser = argparse.ArgumentParser(prog="python -m anvil.bench", description=__doc__)
-    parser.add_argument("--provider", choices=("sqlite", "postgres", "all"), default="all")
+    parser.add_argument("--provider", choices=(*PROVIDERS, "all"), default="all")
     parser.add_argument("--quick", action="store_true", help="small sizes, one run each")
     parser.add_argument("--dsn", default=os.environ.get("ACTA_BENCH_DSN") or DEFAULT_DSN)
+    parser.add_argument(
+        "--mariadb-dsn",
+        default=os.environ.get("ACTA_BENCH_MARIADB_DSN") or DEFAULT_MARIADB_DSN,
+    )
     parser.add_argument("--out", type=Path, default=Path("docs/benchmarks"))
     parser.add_argument("--only", default=",".join(PARTS), help="comma list of " + ",".join(PARTS))
     parser.add_argument("--runs", type=int, help="measured runs per measurement")
@@ -228,7 +249,10 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(parts) - set(PARTS)
     if unknown or plan.runs < 1:
         parser.error(f"--only takes {', '.join(PARTS)}; --runs must be at least 1")
-    providers = ["sqlite", "postgres"] if args.provider == "all" else [args.provider]
+    providers = list(PROVIDERS) if args.provider == "all" else [args.provider]
+    dsns = {"postgres": args.dsn, "mariadb": args.mariadb_dsn}
+    if "mariadb" in providers:
+        _check_mariadb(args.mariadb_dsn)
     if "postgres" in providers:
         _check_postgres(args.dsn)
         if psycopg.pq.__impl__ == "python":
@@ -244,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     measurements: list[Measurement] = []
     try:
         for provider in providers:
-            target = Target(provider, workdir, args.dsn)
+            target = Target(provider, workdir, dsns.get(provider, ""))
             measurements += run_provider(target, plan, parts, lambda m: print(describe(m)))
     finally:
         if args.workdir is None:

@@ -1,10 +1,11 @@
 """Ledgers and worker processes for the benchmarks.
 
-Every measured run gets a fresh ledger: a new PostgreSQL schema (``acta_bench_<random>``) or a
-new SQLite file, migrated, and dropped afterwards. Worker processes are real children running
-``python -m anvil.bench_app``. Their output is read from the raw pipe with ``select`` and split
-into lines here, so a line that arrives together with another is never left in a buffer that
-``select`` cannot see. Waiting is always a ``select`` with a deadline, never a sleep.
+Every measured run gets a fresh ledger: a new PostgreSQL schema or MariaDB database
+(``acta_bench_<random>``) or a new SQLite file, migrated, and dropped afterwards. Worker
+processes are real children running ``python -m anvil.bench_app``. Their output is read from
+the raw pipe with ``select`` and split into lines here, so a line that arrives together with
+another is never left in a buffer that ``select`` cannot see. Waiting is always a ``select``
+with a deadline, never a sleep.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from psycopg import sql
 
 from acta import Acta
 from acta.clock import SystemClock
+from acta.provider import registry
 from anvil import bench_app
 
 clock = SystemClock()
@@ -42,7 +44,8 @@ class BenchError(RuntimeError):
 
 @dataclass(frozen=True)
 class Target:
-    """Where to benchmark: ``sqlite`` (files in ``workdir``) or ``postgres`` (at ``dsn``)."""
+    """Where to benchmark: ``sqlite`` (files in ``workdir``), or ``postgres`` or ``mariadb``
+    (the server at ``dsn``)."""
 
     provider: str
     workdir: Path
@@ -62,8 +65,13 @@ class Ledger:
     def postgres(self) -> bool:
         return self.target.provider == "postgres"
 
+    @property
+    def mariadb(self) -> bool:
+        return self.target.provider == "mariadb"
+
     def table(self, name: str) -> str:
-        return f'"{self.schema}".{name}' if self.postgres else f"{self.schema}_{name}"
+        """The table as the dialect qualifies it (the registry's ``{schema}.`` token)."""
+        return registry.entry(self.target.provider).qualifier(self.schema) + name
 
     def app(self, report: bench_app.Report = bench_app.print_report) -> Acta:
         return bench_app.build(self.database, self.schema, report)
@@ -78,8 +86,14 @@ class Ledger:
         if self._conn is None:
             if self.postgres:
                 self._conn = psycopg.connect(self.target.dsn, autocommit=True)
+            elif self.mariadb:
+                self._conn = _mariadb(self.target.dsn)
             else:
                 self._conn = sqlite3.connect(self.database, isolation_level=None)
+        if self.mariadb:  # PyMySQL connections have no execute; autocommit: each read is fresh
+            with self._conn.cursor() as cur:
+                cur.execute(query)
+                return list(cur.fetchall())
         return list(self._conn.execute(query).fetchall())
 
     def close(self) -> None:
@@ -99,7 +113,7 @@ def instant(value: object) -> datetime:
 def fresh_ledger(target: Target) -> Iterator[Ledger]:
     """A new migrated ledger for one run, removed afterwards."""
     token = secrets.token_hex(4)
-    if target.provider == "postgres":
+    if target.provider in ("postgres", "mariadb"):
         ledger = Ledger(target, target.dsn, f"acta_bench_{token}")
     else:
         path = target.workdir / f"ledger-{token}.sqlite3"
@@ -122,8 +136,26 @@ def _drop(ledger: Ledger) -> None:
                 sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(ledger.schema))
             )
         return
+    if ledger.mariadb:
+        conn = _mariadb(ledger.target.dsn)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"DROP DATABASE IF EXISTS `{ledger.schema}`")
+        finally:
+            conn.close()
+        return
     for suffix in ("", "-wal", "-shm"):
         Path(ledger.database + suffix).unlink(missing_ok=True)
+
+
+def _mariadb(dsn: str) -> Any:
+    """An autocommit PyMySQL connection in acta's session settings (UTC, strict)."""
+    import pymysql
+
+    from acta.provider.mariadb.connect import Target as Server
+
+    kwargs = Server.parse(dsn).connect_kwargs(10) | {"autocommit": True}
+    return pymysql.connect(**kwargs)
 
 
 @dataclass
