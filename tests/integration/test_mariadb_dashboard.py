@@ -67,7 +67,7 @@ def test_the_gates_page_reads_lanes_gates_and_meters(acta_app: Acta, acta_host: 
     resize.enqueue(2, lane="customer-7", delay="1h")
     data = client(acta_app).get("/api/gates").json()
     [lane] = data["lanes"]
-    assert (lane["lane"], lane["head_job_ref"], lane["depth"]) == ("customer-7", head, 2)
+    assert (lane["lane"], lane["head_job_ref"], lane["blocked"]) == ("customer-7", head, 1)
     assert [(g["limit_in_force"], g["held"], g["holders"]) for g in data["gates"]] == [(2, 0, [])]
     [meter] = data["meters"]
     assert (meter["rate"], meter["period_ms"]) == (2, 1000)
