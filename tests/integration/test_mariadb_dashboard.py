@@ -124,3 +124,23 @@ def test_the_jobs_list_marks_slots_and_filters_by_error_text_in_any_case(
         found = dash.get("/api/jobs", params={"error": text}).json()["jobs"]
         assert [r["job_ref"] for r in found] == [failed], text
     assert dash.get("/api/jobs", params={"error": "no such text"}).json()["jobs"] == []
+
+
+def test_a_schedule_armed_by_a_worker_shows_its_first_firing(acta_app: Acta, acta_host: Host) -> None:
+    @acta_app.job("tick", schedule="1h")
+    def tick() -> None:
+        return None
+
+    acta_host.add_worker()
+    dash = client(acta_app)
+    assert dash.get("/api/overview").json()["backlog"] == []
+    [slot] = dash.get("/api/jobs", params={"job": "tick"}).json()["jobs"]
+    assert slot["is_slot"] is True
+    assert dash.get("/jobs").status_code == 200
+    [never] = dash.get("/api/schedules").json()["schedules"]
+    assert dash.get("/schedules").status_code == 200
+    assert never["last_fired_at"] is None
+    acta_host.advance("1h")
+    acta_host.run_until_idle()
+    [fired] = dash.get("/api/schedules").json()["schedules"]
+    assert fired["last_fired_at"] is not None

@@ -73,10 +73,9 @@ SELECT
 -- row per definition of the catalog (system jobs left out), each read from runtime_by_status:
 -- the counts as ranges capped at :cap entries, the oldest as the first entry of the
 -- definition's range (the index is in next_run_at order within it); ordered like the index,
--- so only an index walk stops at the cap. Definitions with no
--- ready job are dropped; the longest waiting come first.
--- SQLite uses a partial index only where the WHERE clause repeats its predicate as
--- written, hence the IN list beside each status.
+-- so only an index walk stops at the cap. A schedule's recurring slot is not backlog (it
+-- waits for its next firing). Definitions with no ready job are dropped; the longest waiting
+-- come first.
 SELECT b.job_name, b.jobs, b.due,
        CASE WHEN b.oldest_at <= :now_at THEN b.oldest_at END AS oldest_due_at
 FROM (
@@ -85,14 +84,18 @@ FROM (
            -- capped after counting.
            LEAST(:cap, (SELECT count(*) FROM {schema}.runtime r
                WHERE r.namespace_id = d.namespace_id AND r.status = 10
-                 AND r.definition_id = d.id)) AS jobs,
+                 AND r.definition_id = d.id
+                 AND NOT EXISTS (SELECT 1 FROM {schema}.schedules s
+                                 WHERE s.slot_id = r.job_id))) AS jobs,
            LEAST(:cap, (SELECT count(*) FROM {schema}.runtime r
                WHERE r.namespace_id = d.namespace_id AND r.status = 10
-                 AND r.definition_id = d.id AND r.next_run_at <= :now_at)) AS due,
+                 AND r.definition_id = d.id AND r.next_run_at <= :now_at
+                 AND NOT EXISTS (SELECT 1 FROM {schema}.schedules s
+                                 WHERE s.slot_id = r.job_id))) AS due,
            (SELECT r.next_run_at FROM {schema}.runtime r
-            WHERE r.namespace_id = d.namespace_id
-              AND r.status IN (10, 11, 30, 31, 101, 102) AND r.status = 10
+            WHERE r.namespace_id = d.namespace_id AND r.status = 10
               AND r.definition_id = d.id
+              AND NOT EXISTS (SELECT 1 FROM {schema}.schedules s WHERE s.slot_id = r.job_id)
             ORDER BY r.next_run_at
             LIMIT 1) AS oldest_at
     FROM {schema}.definitions d
