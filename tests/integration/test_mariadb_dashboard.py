@@ -126,7 +126,9 @@ def test_the_jobs_list_marks_slots_and_filters_by_error_text_in_any_case(
     assert dash.get("/api/jobs", params={"error": "no such text"}).json()["jobs"] == []
 
 
-def test_a_schedule_armed_by_a_worker_shows_its_first_firing(acta_app: Acta, acta_host: Host) -> None:
+def test_a_schedule_armed_by_a_worker_shows_its_first_firing(
+    acta_app: Acta, acta_host: Host
+) -> None:
     @acta_app.job("tick", schedule="1h")
     def tick() -> None:
         return None
