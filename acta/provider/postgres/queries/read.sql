@@ -1,12 +1,16 @@
 -- Reads for the Python API and the CLI. They read base tables with codes; names come from the
 -- enums in Python, and operators get the same facts with names from the *_view views.
 -- A job's attempt limit in force is its own (an amend), else its definition's in
--- effective_policy_view: the one place that says which policy is in force.
+-- effective_policy_view: the one place that says which policy is in force. It is read by a
+-- scalar subquery, not joined: joined, its four relations made PostgreSQL plan eight at once
+-- (about 5 ms of planning per unprepared read, three times the read itself).
 -- Optional filters are cast so that a NULL parameter still has a type.
 
 -- name: job_by_ref
 SELECT j.id AS job_id, j.job_ref, n.name AS namespace, d.name, r.status, r.priority,
-       r.attempts, COALESCE(r.max_attempts, ep.max_attempts) AS max_attempts, r.executions, r.next_run_at, r.lease_epoch, r.lease_owner,
+       r.attempts, COALESCE(r.max_attempts,
+                (SELECT ep.max_attempts FROM {schema}.effective_policy_view ep
+                 WHERE ep.definition_id = d.id)) AS max_attempts, r.executions, r.next_run_at, r.lease_epoch, r.lease_owner,
        r.lease_expires_at, r.control, j.dedup_key, j.correlation_key, j.created_at,
        r.updated_at, j.input_codec, j.input, j.namespace_id,
        (SELECT l.name FROM {schema}.lanes l WHERE l.id = r.lane_id) AS lane, r.lane_seq,
@@ -21,14 +25,15 @@ FROM {schema}.jobs j
 JOIN {schema}.runtime r     ON r.job_id = j.id
 JOIN {schema}.namespaces n  ON n.id = j.namespace_id
 JOIN {schema}.definitions d ON d.id = j.definition_id
-JOIN {schema}.effective_policy_view ep ON ep.definition_id = d.id
 WHERE j.job_ref = :job_ref
   AND (:namespace::text IS NULL OR n.name = :namespace::text);
 
 -- name: list_jobs
 -- Newest first, keyset-paginated on id.
 SELECT j.id AS job_id, j.job_ref, n.name AS namespace, d.name, r.status, r.priority,
-       r.attempts, COALESCE(r.max_attempts, ep.max_attempts) AS max_attempts, r.executions, r.next_run_at, r.lease_epoch, r.lease_owner,
+       r.attempts, COALESCE(r.max_attempts,
+                (SELECT ep.max_attempts FROM {schema}.effective_policy_view ep
+                 WHERE ep.definition_id = d.id)) AS max_attempts, r.executions, r.next_run_at, r.lease_epoch, r.lease_owner,
        r.lease_expires_at, r.control, j.dedup_key, j.correlation_key, j.created_at,
        r.updated_at, j.input_codec, NULL::bytea AS input, j.namespace_id,
        (SELECT l.name FROM {schema}.lanes l WHERE l.id = r.lane_id) AS lane, r.lane_seq,
@@ -43,7 +48,6 @@ FROM {schema}.jobs j
 JOIN {schema}.runtime r     ON r.job_id = j.id
 JOIN {schema}.namespaces n  ON n.id = j.namespace_id
 JOIN {schema}.definitions d ON d.id = j.definition_id
-JOIN {schema}.effective_policy_view ep ON ep.definition_id = d.id
 WHERE (:namespace::text IS NULL OR n.name = :namespace::text)
   AND (:status::smallint IS NULL OR r.status = :status::smallint)
   AND (:name::text IS NULL OR d.name = :name::text)
