@@ -12,7 +12,7 @@ between the claim, the ledger commit and the source delete. Jobs are staged to r
 later, so the workers only relay: delivery is what is judged.
 
 At the end the SQL check kept in the repository,
-``anvil/checks/postgres/outbox_delivered_once.sql``, must return no row: every order's row
+``outbox_delivered_once`` (anvil.checks, PostgreSQL's file), must return no row: every order's row
 is exactly once a ledger job or an undecided quarantine entry, no job came from nowhere, laned
 rows took their places in their ledger lanes in staging order, and ``acta_outbox`` is empty.
 
@@ -32,6 +32,7 @@ import pytest
 
 from acta import Acta
 from acta.outbox import create_outbox
+from anvil.checks import check_path
 from chaos.durable_support import Ledger, clock, open_ledger, pump, reap, tail
 from chaos.process import Child, spawn_worker
 
@@ -45,7 +46,7 @@ GHOST_EVERY = 250
 SETTINGS = {"heartbeat": 0.2, "poll": 0.05, "executors": 2, "shutdown_grace": 1.0}
 DEADLINE = 90.0
 KILLS = 8  # then the survivors drain what is left
-CHECK = Path(__file__).parents[1] / "anvil" / "checks" / "postgres" / "outbox_delivered_once.sql"
+CHECK = check_path("outbox_delivered_once", "postgres")
 
 APP = textwrap.dedent(
     """
