@@ -125,8 +125,13 @@ def tests(session: nox.Session) -> None:
     if missing and _ci():
         said = "; ".join(f"{title}: {why}" for title, why in missing.items())
         session.error(f"not run: {said} (CI=true requires every provider)")
-    # tests/frameworks has a session of its own (frameworks: Python 3.12, real servers).
-    everything = [f"--acta-provider={providers['everything']}", "--ignore=tests/frameworks"]
+    # tests/frameworks and tests/package have sessions of their own (frameworks: Python 3.12,
+    # real servers; package: the built wheel in a fresh environment).
+    everything = [
+        f"--acta-provider={providers['everything']}",
+        "--ignore=tests/frameworks",
+        "--ignore=tests/package",
+    ]
     session.run("pytest", *everything, *XDIST, *session.posargs)
     for server in providers["servers"]:
         if server["unavailable"]:

@@ -18,6 +18,9 @@ EXTRA_SMOKE = {
     "otel": "import acta.telemetry as t; from acta.telemetry.observer import Telemetry; "
     "assert t.available()",
     "dashboard": "import uvicorn; from acta.dashboard import create_dashboard",
+    "redis": "import redis.asyncio; import acta.redis_bell",
+    "containers": "from testcontainers.core.container import DockerContainer; "
+    "import acta_testing.containers",
 }
 PROVIDERS = """
 import json
