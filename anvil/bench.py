@@ -28,6 +28,7 @@ from typing import Any
 
 import psycopg
 
+from acta.about import install_hint
 from anvil import gates, measure, pickup, report
 from anvil.bench_app import DEFAULT_PROFILE
 from anvil.measure import Measurement, loadavg, repeat
@@ -203,7 +204,7 @@ def _check_mariadb(dsn: str) -> None:
 
         _mariadb(dsn).close()
     except ImportError as exc:
-        raise SystemExit(f"MariaDB needs PyMySQL (pip install 'acta[mariadb]'): {exc}") from exc
+        raise SystemExit(f"MariaDB needs PyMySQL ({install_hint('mariadb')}): {exc}") from exc
     except pymysql.err.Error as exc:
         raise SystemExit(
             f"cannot reach MariaDB at {dsn!r}: {exc}; use --provider sqlite or postgres"

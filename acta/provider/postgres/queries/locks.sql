@@ -7,13 +7,18 @@
 -- the epoch the row names). A holder's epoch only moves forward, so a holder read as gone
 -- never comes back; one read as holding may be let go a moment later, and the waiter looks
 -- again at its next poll.
-SELECT k.holder_job_id, k.holder_epoch, j.job_ref AS holder_ref,
-       COALESCE(r.lease_epoch = k.holder_epoch AND r.status = 21, false) AS held
+-- The holder's rows are read by subqueries, not joined: a reader that waited for the row lock
+-- while another taker changed the holder re-checks the new row version against the rows it
+-- had already joined (READ COMMITTED's re-check), so a LEFT JOIN matched nothing and showed
+-- the new, live holder as gone (and its lock as free to take). A subquery runs on the row
+-- version the lock was granted for.
+SELECT k.holder_job_id, k.holder_epoch,
+       (SELECT j.job_ref FROM {schema}.jobs j WHERE j.id = k.holder_job_id) AS holder_ref,
+       COALESCE((SELECT r.lease_epoch = k.holder_epoch AND r.status = 21
+                 FROM {schema}.runtime r WHERE r.job_id = k.holder_job_id), false) AS held
 FROM {schema}.locks k
-LEFT JOIN {schema}.jobs j ON j.id = k.holder_job_id
-LEFT JOIN {schema}.runtime r ON r.job_id = k.holder_job_id
 WHERE k.namespace_id = :namespace_id AND k.name = :name
-FOR UPDATE OF k;
+FOR UPDATE;
 
 -- name: lock_take
 -- Take a free lock: a new row, or the row of a holder that no longer holds it. Two takers of a
